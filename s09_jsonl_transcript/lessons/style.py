@@ -1,0 +1,38 @@
+"""One colour-blind-safe palette (Okabe and Ito) for every figure in the kit."""
+
+from ..code import (
+    TYPE_AI_TITLE,
+    TYPE_FILE_SNAPSHOT,
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    TYPE_MESSAGE,
+    TYPE_REASONING,
+)
+
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "black": "#000000",
+    "grey": "#999999",
+}
+
+EVENT_COLORS = {
+    TYPE_MESSAGE: OKABE_ITO["blue"],
+    TYPE_REASONING: OKABE_ITO["grey"],
+    TYPE_FUNCTION_CALL: OKABE_ITO["orange"],
+    TYPE_FUNCTION_CALL_RESULT: OKABE_ITO["yellow"],
+    TYPE_FILE_SNAPSHOT: OKABE_ITO["green"],
+    TYPE_AI_TITLE: OKABE_ITO["purple"],
+}
+
+VERDICT_COLORS = {
+    "clean": OKABE_ITO["green"],
+    "partial tail ignored": OKABE_ITO["sky"],
+    "corrupt": OKABE_ITO["orange"],
+    "accepted with different content": OKABE_ITO["vermillion"],
+}
