@@ -1,0 +1,186 @@
+"""Campaign 1: kill real writer processes with SIGKILL at random moments, then read the file.
+
+Each trial starts a victim process (crashlab/victim.py) on a fresh transcript, waits a
+random time, kills it, and compares what a fresh reader recovers with what the victim
+acknowledged through its pipe. Then a fresh writer appends one more event, to prove the
+file can be continued after the crash (this is where a torn tail gets repaired).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..code import JSONLTranscript, TranscriptCorruptionError
+from ..damage import CLEAN, PARTIAL_TAIL
+from .workload import MODES, tally, workload_event
+
+ACCEPTABLE_VERDICTS = (CLEAN, PARTIAL_TAIL)
+
+
+@dataclass(frozen=True)
+class KillTrial:
+    """One killed writer: what it acknowledged, what a fresh reader recovered, and the verdict."""
+
+    trial: int
+    mode: str  # "append", "batch" or "repair" (see crashlab/victim.py)
+    acknowledged: int  # events whose append returned before the kill
+    recovered: int  # events a fresh reader returned after the kill
+    lost: int  # acknowledged events missing from the file: must be 0
+    duplicated: int  # events found twice: must be 0
+    verdict: str  # "clean", "partial tail ignored", or what went wrong
+    spliced: int = 0  # recovered events that are not what was written: must be 0
+    integrity: bool = False  # whether the transcript carried the hash chain
+    delay_ms: float = 0.0  # how long after "ready" the kill was sent
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing acknowledged was lost, doubled or altered and the file read back."""
+        return self.lost == self.duplicated == self.spliced == 0 and self.verdict in ACCEPTABLE_VERDICTS
+
+
+@dataclass(frozen=True)
+class _Plan:
+    trial: int
+    mode: str
+    integrity: bool
+    delay: float
+    seed: int
+
+
+def _plans(trials: int, seed: int, max_delay: float, modes) -> list[_Plan]:
+    """Every trial's mode, integrity, kill delay and victim seed, decided up front from seed."""
+    rng = random.Random(seed)
+    return [
+        _Plan(trial, modes[trial % len(modes)], (trial // len(modes)) % 2 == 1,
+              rng.uniform(0.0, max_delay), rng.randrange(2**32))
+        for trial in range(trials)
+    ]
+
+
+def _child_environment() -> dict:
+    """The environment for a victim: this package importable even when it is not installed."""
+    package_parent = str(Path(__file__).resolve().parents[2])
+    paths = [package_parent] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None]:
+    """Start a victim, kill it after plan.delay, and return (acknowledged numbers, problem or None)."""
+    command = [sys.executable, "-m", "s09_jsonl_transcript.crashlab.victim",
+               str(path), plan.mode, str(plan.seed), "1" if plan.integrity else "0"]
+    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, env=_child_environment())
+    try:
+        ready = victim.stdout.readline()
+        if ready.strip() == b"ready":
+            time.sleep(plan.delay)
+    finally:
+        victim.kill()  # SIGKILL on POSIX: no cleanup, no flush, no finally block runs in the victim
+        output, errors = victim.communicate()
+    lines = (ready + output).split()
+    acknowledged = [int(line) for line in lines[1:]]
+    if ready.strip() != b"ready" or errors.strip():  # a killed victim says nothing on stderr
+        last_error = errors.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        return acknowledged, f"victim failed before the kill: {last_error[0]}"
+    return acknowledged, None
+
+
+def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
+    """What a fresh reader returns and its verdict; any error but corruption is named as foreign."""
+    reader = JSONLTranscript(path, integrity=integrity)
+    try:
+        read = reader._read_file()
+    except TranscriptCorruptionError as error:
+        return [], f"corrupt at line {error.line_number}: {error.reason}"
+    except Exception as error:  # noqa: BLE001 - the campaign exists to catch exactly these
+        return [], f"foreign exception {type(error).__name__}: {error}"
+    return read.events, PARTIAL_TAIL if read.torn_tail_offset is not None else CLEAN
+
+
+def _resume_problem(path: Path, integrity: bool, recovered: int) -> str | None:
+    """Append the next event with a fresh writer and read back; say what failed, or None."""
+    try:
+        with JSONLTranscript(path, integrity=integrity) as writer:
+            writer.append(workload_event(recovered + 1))
+        events = JSONLTranscript(path, integrity=integrity).read_events()
+    except Exception as error:  # noqa: BLE001 - any failure to continue is a finding
+        return f"resume failed: {type(error).__name__}: {error}"
+    if len(events) != recovered + 1 or not tally(events, []).ok:
+        return f"resume failed: {len(events)} events after appending to {recovered}"
+    return None
+
+
+def run_kill_trial(path, plan: _Plan) -> KillTrial:
+    """Run one planned trial on a fresh file at path."""
+    path = Path(path)
+    acknowledged, problem = _run_victim(path, plan)
+    events, verdict = _read_verdict(path, plan.integrity)
+    counts = tally(events, acknowledged)
+    if problem is None and verdict in ACCEPTABLE_VERDICTS:
+        problem = _resume_problem(path, plan.integrity, counts.recovered)
+    return KillTrial(
+        trial=plan.trial, mode=plan.mode, acknowledged=counts.acknowledged, recovered=counts.recovered,
+        lost=counts.lost, duplicated=counts.duplicated, verdict=problem or verdict,
+        spliced=counts.spliced, integrity=plan.integrity, delay_ms=round(plan.delay * 1000, 3),
+    )
+
+
+def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[int, int], None] | None = None,
+                  max_delay: float = 0.02, workers: int = 2, modes=MODES) -> list[KillTrial]:
+    """Kill `trials` writer processes at random moments; one KillTrial per kill, in trial order.
+
+    Modes take turns, and every other round of modes runs with the hash chain on. The plan
+    (mode, kill delay) depends only on seed; where the kill lands inside the victim's work
+    depends on the machine's timing. Transcripts are written under root (kept) or a
+    temporary folder (removed). progress(done, total) is called after each trial, from
+    the calling thread.
+    """
+    if not isinstance(trials, int) or trials < 0:
+        raise ValueError(f"trials must be a whole number >= 0, not {trials!r}")
+    unknown = set(modes) - set(MODES)
+    if not modes or unknown:
+        raise ValueError(f"modes must be chosen from {MODES}, not {tuple(modes)!r}")
+    plans = _plans(trials, seed, max_delay, tuple(modes))
+    with tempfile.TemporaryDirectory(prefix="s09-kills-") as scratch:
+        folder = Path(root) if root is not None else Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        results = []
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = [pool.submit(run_kill_trial, folder / f"kill-{plan.trial:04d}-{plan.mode}.jsonl", plan)
+                       for plan in plans]
+            for future in as_completed(futures):
+                results.append(future.result())
+                if progress is not None:
+                    progress(len(results), trials)
+    return sorted(results, key=lambda result: result.trial)
+
+
+def kill_summary(results: list[KillTrial]) -> list[dict]:
+    """One row per mode and a final "all" row: trials, totals and how many trials failed."""
+    rows = []
+    for mode in [*dict.fromkeys(result.mode for result in results), "all"]:
+        chosen = [result for result in results if mode in ("all", result.mode)]
+        verdicts = Counter(result.verdict if result.ok else "FAILED" for result in chosen)
+        rows.append({
+            "mode": mode,
+            "trials": len(chosen),
+            "acknowledged": sum(result.acknowledged for result in chosen),
+            "recovered": sum(result.recovered for result in chosen),
+            "lost": sum(result.lost for result in chosen),
+            "duplicated": sum(result.duplicated for result in chosen),
+            "spliced": sum(result.spliced for result in chosen),
+            "clean": verdicts[CLEAN],
+            "torn tail": verdicts[PARTIAL_TAIL],
+            "failed": verdicts["FAILED"],
+        })
+    return rows

@@ -1,0 +1,71 @@
+"""The events every crash-lab writer appends, and the check of what a reader got back.
+
+Event n is a pure function of n, so a checker rebuilds exactly what a writer meant to
+write without talking to it. Each event carries its own number n beside the sequence the
+transcript gives it: a duplicate shows as an n seen twice, a spliced record as content
+that is not the event its n promises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..code import CHAIN_FIELD, RESERVED_ENVELOPE_FIELDS, TYPE_MESSAGE
+
+_ENVELOPE = RESERVED_ENVELOPE_FIELDS | {CHAIN_FIELD}
+MODES = ("append", "batch", "repair")  # how a crash-lab writer appends (see victim.py)
+
+
+def workload_event(n: int) -> dict:
+    """The n-th event (n >= 1) a crash-lab writer appends: the same for every writer and run.
+
+    Lengths vary with n and the text holds multi-byte UTF-8, so torn writes land anywhere
+    inside a character as well as between records.
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"event numbers start at 1, not {n!r}")
+    role = "user" if n % 2 else "assistant"
+    filler = "é✓ab" * ((n * 37) % 23)
+    return {"type": TYPE_MESSAGE, "role": role, "content": f"event {n} {filler}", "n": n}
+
+
+def payload_of(record: dict) -> dict:
+    """A record read back from the file without its envelope and chain: what append was given."""
+    return {key: value for key, value in record.items() if key not in _ENVELOPE}
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How the events a reader returned compare with what the writer acknowledged."""
+
+    acknowledged: int  # appends that returned (the writer said so before it died)
+    recovered: int  # events the reader returned
+    lost: int  # acknowledged but not recovered: must always be 0
+    duplicated: int  # recovered events whose n was already seen: must always be 0
+    spliced: int  # recovered events that are not the event their place promises: must always be 0
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing acknowledged is missing, doubled or altered."""
+        return self.lost == self.duplicated == self.spliced == 0
+
+
+def tally(events: list[dict], acknowledged) -> Tally:
+    """Compare the events a reader returned with the event numbers a writer acknowledged.
+
+    Event i of the file (sequence i) must be workload_event(i): a single writer appends
+    events 1, 2, 3, ... and a torn write is cut off before the next one is written.
+    """
+    acknowledged = set(acknowledged)
+    numbers = [event.get("n") for event in events]
+    spliced = sum(
+        1 for place, event in enumerate(events, start=1)
+        if event.get("sequence") != place or payload_of(event) != workload_event(place)
+    )
+    return Tally(
+        acknowledged=len(acknowledged),
+        recovered=len(events),
+        lost=len(acknowledged - set(numbers)),
+        duplicated=len(numbers) - len(set(numbers)),
+        spliced=spliced,
+    )
