@@ -1,0 +1,139 @@
+"""The demo and the command line, run end to end in subprocesses as a student would."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, run_agent, ticking_clock
+
+REPO = Path(__file__).resolve().parent.parent
+CODE_PY = REPO / "s09_jsonl_transcript" / "code.py"
+
+
+def run(*args, cwd=None, stdin="", env=None):
+    """Run `python s09_jsonl_transcript/code.py ARGS` from another folder; return the finished process."""
+    environment = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, str(CODE_PY), *args], capture_output=True, text=True,
+                          input=stdin, cwd=cwd, env=environment, timeout=120)
+
+
+@pytest.fixture
+def bug_fix_file(tmp_path):
+    with JSONLTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as transcript:
+        run_agent(transcript, MockLLM())
+    return transcript.path
+
+
+def test_the_demo_runs_three_acts_and_cleans_up(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    result = run(cwd=tmp_path, env={"TMPDIR": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    out = result.stdout
+    for part in ("Part 1", "Part 2", "Part 3"):
+        assert part in out
+    assert [line.split()[-1] for line in out.splitlines() if "jsonl line:" in line] == [str(n) for n in range(1, 13)]
+    assert "killed" in out and "SIGKILL" in out
+    assert "check: recovered messages == acknowledged messages: True" in out
+    assert "torn tail ignored: True" in out
+    assert "\033[" not in out  # not a terminal: no colours
+    assert list(scratch.iterdir()) == []  # temporary files removed
+
+
+def test_the_demo_keeps_its_files_under_root(tmp_path):
+    result = run("--root", str(tmp_path / "demo-root"))
+    assert result.returncode == 0, result.stderr
+    kept = tmp_path / "demo-root" / "projects" / "demo"
+    assert sorted(p.name for p in kept.iterdir()) == ["session-1.jsonl", "session-2.jsonl"]
+    assert len(JSONLTranscript(kept / "session-1.jsonl").read_events()) == 12
+    assert run("--root", str(tmp_path / "demo-root")).returncode == 0  # a rerun starts over
+
+
+def test_the_package_runs_as_a_module_too(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "s09_jsonl_transcript", "--help"], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert result.returncode == 0 and "inspect" in result.stdout
+
+
+def test_inspect_summarises_a_valid_transcript(bug_fix_file):
+    result = run("inspect", str(bug_fix_file))
+    assert result.returncode == 0
+    assert "events:        12 (ai-title 1, file-history-snapshot 1, function_call 3, function_call_result 3, " \
+           "message 3, reasoning 1)" in result.stdout
+    assert "last sequence: 12" in result.stdout and "verdict:       valid" in result.stdout
+
+
+def test_inspect_reports_a_torn_tail_without_failing(bug_fix_file):
+    with open(bug_fix_file, "ab") as file:
+        file.write(b'{"half')
+    result = run("inspect", str(bug_fix_file), "--json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["ignored_partial_tail"] is True and report["corruption"] is None
+
+
+def test_inspect_names_the_first_corrupt_line_and_exits_1(bug_fix_file):
+    lines = bug_fix_file.read_bytes().split(b"\n")
+    lines[6] = b"garbage"
+    bug_fix_file.write_bytes(b"\n".join(lines))
+    result = run("inspect", str(bug_fix_file))
+    assert result.returncode == 1
+    assert "CORRUPT:       line 7" in result.stdout and "invalid complete JSON record" in result.stdout
+    assert "events:        6" in result.stdout
+
+
+def test_replay_prints_the_window_as_json(bug_fix_file):
+    result = run("replay", str(bug_fix_file), "--max-items", "2")
+    assert result.returncode == 0
+    assert json.loads(result.stdout) == [{"role": "assistant",
+                                          "content": "Fixed: add() returns a + b and the test passes."}]
+
+
+def test_replay_of_a_corrupt_file_is_one_clear_line(bug_fix_file):
+    bug_fix_file.write_bytes(bug_fix_file.read_bytes().replace(b'"sequence":12', b'"sequence":13'))
+    result = run("replay", str(bug_fix_file))
+    assert result.returncode == 1
+    assert result.stderr == "s09: session.jsonl:12: expected sequence 12, got 13\n"
+
+
+@pytest.mark.parametrize("args", [
+    ["inspect", "missing.jsonl"],
+    ["replay", "missing.jsonl"],
+    ["inspect"],
+    ["--no-such-flag"],
+    ["replay", "x.jsonl", "--max-items", "many"],
+    ["frobnicate"],
+])
+def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path, args):
+    result = run(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == "" and result.stderr.count("\n") == 1 and result.stderr.startswith("s09: error:")
+    assert "Traceback" not in result.stderr
+
+
+def test_the_interactive_shell_appends_and_replays(tmp_path):
+    commands = "\n".join([
+        "user The tests fail",
+        "tool read_file {\"path\": \"calc.py\"}",
+        "result def add(a, b): return a - b",
+        "result nothing pending now",
+        "title Fix add",
+        "assistant Fixed",
+        "tool broken {not json",
+        "replay 3",
+        "recover",
+        "quit",
+    ])
+    result = run("--interactive", "--root", str(tmp_path), stdin=commands)
+    assert result.returncode == 0, result.stderr
+    assert "appended transcript:interactive:1 (message); jsonl line: 1" in result.stdout
+    assert "no pending tool call to answer" in result.stdout
+    assert "error:" in result.stdout  # the bad JSON arguments, reported without a traceback
+    path = tmp_path / "projects" / "shell" / "interactive.jsonl"
+    events = JSONLTranscript(path).read_events()
+    assert [e["type"] for e in events] == ["message", "function_call", "function_call_result", "ai-title", "message"]
+    assert events[2]["callId"] == events[1]["callId"]

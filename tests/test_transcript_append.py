@@ -1,0 +1,279 @@
+"""Appending: the envelope, copy semantics, validation before a byte is written, durability calls."""
+
+import json
+import os
+import stat
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from s09_jsonl_transcript.code import (
+    RESERVED_ENVELOPE_FIELDS,
+    SCHEMA_VERSION,
+    JSONLTranscript,
+    OsFileIO,
+    TranscriptValidationError,
+    ticking_clock,
+)
+
+USER = {"type": "message", "role": "user", "content": "hello"}
+
+
+class RecordingIO(OsFileIO):
+    """Counts the disk-changing calls a transcript makes."""
+
+    def __init__(self):
+        self.calls = []
+
+    def write(self, fd, data):
+        self.calls.append(("write", data))
+        return super().write(fd, data)
+
+    def fsync(self, fd):
+        self.calls.append(("fsync", None))
+        super().fsync(fd)
+
+    def fsync_dir(self, path):
+        self.calls.append(("fsync_dir", None))
+        super().fsync_dir(path)
+
+    def truncate(self, fd, length):
+        self.calls.append(("truncate", length))
+        super().truncate(fd, length)
+
+    def names(self):
+        return [name for name, _ in self.calls]
+
+
+def test_append_returns_the_envelope_it_wrote(transcript):
+    record = transcript.append(USER)
+    assert record == {
+        "schema_version": SCHEMA_VERSION,
+        "sequence": 1,
+        "event_id": "transcript:session:1",
+        "session_id": "session",
+        "recorded_at": "2026-01-05T09:00:00+00:00",
+        **USER,
+    }
+    assert json.loads(transcript.path.read_text(encoding="utf-8")) == record
+
+
+def test_recorded_at_is_utc_even_from_another_timezone(tmp_path):
+    paris = timezone(timedelta(hours=1))
+    transcript = JSONLTranscript(tmp_path / "s.jsonl", clock=lambda: datetime(2026, 3, 1, 10, 0, tzinfo=paris))
+    assert transcript.append(USER)["recorded_at"] == "2026-03-01T09:00:00+00:00"
+
+
+def test_a_naive_clock_is_refused_before_writing(tmp_path):
+    transcript = JSONLTranscript(tmp_path / "s.jsonl", clock=lambda: datetime(2026, 3, 1))
+    with pytest.raises(TranscriptValidationError, match="aware"):
+        transcript.append(USER)
+    assert transcript.path.read_bytes() == b""
+
+
+def test_the_callers_event_is_never_mutated_or_aliased(transcript):
+    event = {"type": "function_call", "callId": "c1", "name": "grep", "arguments": {"words": ["a", "b"]}}
+    snapshot = json.loads(json.dumps(event))
+    record = transcript.append(event)
+    assert event == snapshot
+    event["arguments"]["words"].append("c")
+    assert record["arguments"]["words"] == ["a", "b"]
+    record["arguments"]["words"].append("z")
+    assert transcript.read_events()[0]["arguments"]["words"] == ["a", "b"]
+
+
+def test_one_line_of_utf8_json_per_event(transcript):
+    transcript.append({"type": "message", "role": "user", "content": "café ☕ 日本"})
+    raw = transcript.path.read_bytes()
+    assert raw.count(b"\n") == 1 and raw.endswith(b"\n")
+    assert "café ☕ 日本".encode("utf-8") in raw  # ensure_ascii=False: readable, not \u escapes
+
+
+@pytest.mark.parametrize("field", sorted(RESERVED_ENVELOPE_FIELDS | {"chain"}))
+def test_spoofed_envelope_fields_are_refused(transcript, field):
+    with pytest.raises(TranscriptValidationError, match="reserved envelope fields"):
+        transcript.append({**USER, field: 1})
+    assert not transcript.path.exists()
+
+
+@pytest.mark.parametrize(
+    "event, message",
+    [
+        (["type", "message"], "must be a dict"),
+        ({"role": "user"}, "'type'"),
+        ({"type": 7}, "'type'"),
+        ({"type": ""}, "'type'"),
+        ({"type": "x", "value": float("nan")}, "exact JSON"),
+        ({"type": "x", "value": float("inf")}, "exact JSON"),
+        ({"type": "x", "value": [float("-inf")]}, "exact JSON"),
+        ({"type": "x", "value": {1: "one"}}, "keys must be strings"),
+        ({"type": "x", "value": (1, 2)}, "tuple"),
+        ({"type": "x", "value": {1, 2}}, "set"),
+        ({"type": "x", "value": b"bytes"}, "bytes"),
+        ({"type": "x", "value": object()}, "object"),
+        ({"type": "x", "value": "\ud800"}, "surrogates"),
+        ({"type": "message", "content": "no role"}, "role"),
+        ({"type": "message", "role": "user"}, "content"),
+        ({"type": "function_call", "name": "ls"}, "callId"),
+        ({"type": "function_call_result", "output": "x"}, "callId"),
+        ({"type": "ai-title", "title": None}, "title"),
+    ],
+)
+def test_bad_events_are_refused_before_a_byte_is_written(transcript, event, message):
+    transcript.append(USER)
+    before = transcript.path.read_bytes()
+    with pytest.raises(TranscriptValidationError, match=message):
+        transcript.append(event)
+    assert transcript.path.read_bytes() == before
+
+
+def test_nesting_deeper_than_the_reader_can_parse_is_refused(transcript):
+    deep = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(TranscriptValidationError, match="nested deeper"):
+        transcript.append({"type": "x", "value": deep})
+
+
+def test_nan_is_refused_with_the_file_unchanged(bug_fix):
+    before = bug_fix.path.read_bytes()
+    reopened = JSONLTranscript(bug_fix.path)
+    with pytest.raises(TranscriptValidationError):
+        reopened.append({"type": "message", "role": "user", "content": float("nan")})
+    assert bug_fix.path.read_bytes() == before
+
+
+def test_a_record_over_the_size_limit_is_refused(tmp_path):
+    transcript = JSONLTranscript(tmp_path / "s.jsonl", max_record_bytes=1024)
+    transcript.append({"type": "x", "text": "a" * 500})
+    with pytest.raises(TranscriptValidationError, match="limit is 1024"):
+        transcript.append({"type": "x", "text": "a" * 1024})
+    assert len(transcript.read_events()) == 1
+
+
+def test_sequence_continues_in_a_fresh_instance(transcript):
+    transcript.append(USER)
+    transcript.append(USER)
+    transcript.close()
+    with JSONLTranscript(transcript.path) as fresh:
+        assert fresh.append(USER)["sequence"] == 3
+    assert [e["sequence"] for e in JSONLTranscript(transcript.path).read_events()] == [1, 2, 3]
+
+
+def test_append_batch_validates_everything_first(transcript):
+    transcript.append(USER)
+    before = transcript.path.read_bytes()
+    with pytest.raises(TranscriptValidationError):
+        transcript.append_batch([USER, USER, {"type": "x", "bad": float("nan")}])
+    assert transcript.path.read_bytes() == before
+    assert transcript.append_batch([]) == []
+
+
+def test_append_batch_is_one_write_and_one_fsync(tmp_path):
+    recorder = RecordingIO()
+    transcript = JSONLTranscript(tmp_path / "s.jsonl", file_io=recorder)
+    transcript.append(USER)
+    recorder.calls.clear()
+    records = transcript.append_batch([USER] * 100)
+    assert [r["sequence"] for r in records] == list(range(2, 102))
+    assert recorder.names() == ["write", "fsync"]
+    assert recorder.calls[0][1].count(b"\n") == 100
+
+
+def test_each_append_is_one_write_then_one_fsync(tmp_path):
+    recorder = RecordingIO()
+    transcript = JSONLTranscript(tmp_path / "new" / "s.jsonl", file_io=recorder)
+    transcript.append(USER)
+    assert recorder.names() == ["fsync_dir", "write", "fsync"]  # a new file: its folder entry too
+    recorder.calls.clear()
+    transcript.append(USER)
+    assert recorder.names() == ["write", "fsync"]
+
+
+def test_new_files_are_private_and_parents_are_created(tmp_path):
+    transcript = JSONLTranscript(tmp_path / "a" / "b" / "s.jsonl")
+    assert transcript.path.parent.is_dir()
+    transcript.append(USER)
+    assert stat.S_IMODE(os.stat(transcript.path).st_mode) == 0o600
+    assert transcript.filepath == str(transcript.path) and transcript.session_id == "s"
+
+
+def test_a_short_write_fails_and_the_next_append_repairs_the_tail(tmp_path):
+    class ShortWrites(OsFileIO):
+        short = False
+
+        def write(self, fd, data):
+            return super().write(fd, data[: len(data) // 2] if self.short else data)
+
+    io = ShortWrites()
+    transcript = JSONLTranscript(tmp_path / "s.jsonl", file_io=io)
+    transcript.append(USER)
+    io.short = True
+    with pytest.raises(OSError, match="short write"):
+        transcript.append({"type": "message", "role": "user", "content": "lost"})
+    io.short = False
+    assert transcript.append(USER)["sequence"] == 2  # the half record was cut off, never glued onto
+    assert [e["content"] for e in transcript.read_events()] == ["hello", "hello"]
+
+
+def test_appends_after_the_first_never_read_the_file(transcript, monkeypatch):
+    transcript.append(USER)
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("append re-read the transcript")
+
+    monkeypatch.setattr(JSONLTranscript, "_read_tail", no_reading)
+    monkeypatch.setattr(JSONLTranscript, "_read_file", no_reading)
+    for _ in range(5):
+        transcript.append(USER)
+
+
+def _bulk_transcript(path, count):
+    """Write count valid records quickly (no fsync per line) for size-independence tests."""
+    clock = ticking_clock()
+    with open(path, "wb") as file:
+        for sequence in range(1, count + 1):
+            record = {"schema_version": 1, "sequence": sequence, "event_id": f"transcript:{path.stem}:{sequence}",
+                      "session_id": path.stem, "recorded_at": clock().isoformat(),
+                      "type": "message", "role": "user", "content": f"message number {sequence}"}
+            file.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+
+
+def test_the_first_append_to_a_200000_event_transcript_reads_only_its_tail(tmp_path, monkeypatch):
+    import s09_jsonl_transcript.code as code_module
+
+    path = tmp_path / "big.jsonl"
+    _bulk_transcript(path, 200_000)
+    bytes_read = []
+
+    class CountingFile:
+        def __init__(self, file):
+            self.file = file
+
+        def read(self, *args):
+            data = self.file.read(*args)
+            bytes_read.append(len(data))
+            return data
+
+        def readline(self, *args):
+            data = self.file.readline(*args)
+            bytes_read.append(len(data))
+            return data
+
+        def __getattr__(self, name):
+            return getattr(self.file, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+    monkeypatch.setattr(code_module, "open", lambda *a, **k: CountingFile(open(*a, **k)), raising=False)
+    transcript = JSONLTranscript(path)
+    assert transcript.append(USER)["sequence"] == 200_001
+    assert path.stat().st_size > 15_000_000
+    assert sum(bytes_read) <= 128 * 1024
+    bytes_read.clear()
+    assert len(transcript.replay(10)) == 10
+    assert sum(bytes_read) <= 128 * 1024

@@ -1,0 +1,93 @@
+"""Real crashes: child processes killed with SIGKILL; a second writer process refused."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from s09_jsonl_transcript.code import JSONLTranscript
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
+
+# Appends forever, alternating single appends and batches of four; after each append returns it
+# reports the payload numbers it just made durable, one line per append.
+WRITER = r"""
+import sys
+from s09_jsonl_transcript.code import JSONLTranscript
+transcript, number = JSONLTranscript(sys.argv[1]), int(sys.argv[2])
+print("ready", flush=True)
+while True:
+    size = 4 if number % 3 == 0 else 1
+    events = [{"type": "message", "role": "user", "content": "x" * (number % 200), "n": number + i}
+              for i in range(size)]
+    records = transcript.append_batch(events) if size > 1 else [transcript.append(events[0])]
+    number += size
+    print(" ".join(str(record["n"]) for record in records), flush=True)
+"""
+
+
+def run_writer_and_kill(path, first_number, rng):
+    """Start a writer, SIGKILL it after a random delay, return the numbers it acknowledged."""
+    child = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(first_number)],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "ready\n"
+    time.sleep(rng.uniform(0, 0.03))
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    output = child.stdout.read()
+    child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
+    # a report cut off by the kill (no newline) is not counted as acknowledged
+    complete = output[: output.rfind("\n") + 1]
+    return [int(number) for line in complete.splitlines() for number in line.split()]
+
+
+def test_every_acknowledged_event_survives_sigkill_exactly_once(tmp_path):
+    rng = random.Random(9)
+    path = tmp_path / "crashy.jsonl"
+    acknowledged = []
+    for trial in range(60):
+        acknowledged += run_writer_and_kill(path, trial * 1_000_000, rng)
+        events = JSONLTranscript(path).read_events()  # validates; raises on any damage
+        on_disk = Counter(event["n"] for event in events)
+        assert all(on_disk[number] == 1 for number in acknowledged), f"trial {trial}"
+        assert max(on_disk.values()) == 1
+    assert len(acknowledged) > 100  # the kills really landed mid-stream, many times over
+    assert len(events) >= len(acknowledged)
+
+
+SECOND_WRITER = r"""
+import sys
+from s09_jsonl_transcript.code import JSONLTranscript, TranscriptLockedError
+try:
+    JSONLTranscript(sys.argv[1]).append({"type": "message", "role": "user", "content": "me too"})
+except TranscriptLockedError as error:
+    print(f"refused: {error}")
+    sys.exit(3)
+print("appended")
+"""
+
+
+def test_a_second_writer_process_is_refused_while_the_first_lives(tmp_path):
+    path = tmp_path / "owned.jsonl"
+    with JSONLTranscript(path) as owner:
+        owner.append({"type": "message", "role": "user", "content": "mine"})
+        refused = subprocess.run([sys.executable, "-c", SECOND_WRITER, str(path)], capture_output=True, text=True)
+        assert refused.returncode == 3
+        assert refused.stdout == "refused: owned.jsonl is being written by another writer (one writer per transcript)\n"
+        owner.append({"type": "message", "role": "user", "content": "still mine"})
+    allowed = subprocess.run([sys.executable, "-c", SECOND_WRITER, str(path)], capture_output=True, text=True)
+    assert (allowed.returncode, allowed.stdout) == (0, "appended\n")
+    assert [e["sequence"] for e in JSONLTranscript(path).read_events()] == [1, 2, 3]
+
+
+def test_a_killed_writer_releases_its_lock(tmp_path):
+    path = tmp_path / "s.jsonl"
+    run_writer_and_kill(path, 0, random.Random(1))
+    with JSONLTranscript(path) as successor:
+        successor.append({"type": "message", "role": "user", "content": "after the crash"})
