@@ -560,7 +560,7 @@ class JSONLTranscript:
         prefix = event_id_for(self.session_id, "")
         number = event_id[len(prefix):] if isinstance(event_id, str) and event_id.startswith(prefix) else ""
         if not (number.isascii() and number.isdigit() and not number.startswith("0")):
-            raise MemorySelectionError(f"unknown transcript event: {event_id} (not an event id of session {self.session_id})")
+            raise MemorySelectionError(f"unknown transcript event: {event_id} (ids here look like {prefix}<n>)")
         return int(number)
 
 
