@@ -1,0 +1,177 @@
+"""Notebook 3's helpers: damage tools by name, the damage widget driven like a kernel would, verdict maps."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # plain pytest module: no display, no inline backend
+
+import matplotlib.pyplot as plt
+import pytest
+
+from s09_jsonl_transcript import damage
+from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, JSONLTranscript, TranscriptCorruptionError, ticking_clock
+from s09_jsonl_transcript.lessons.corruption import (
+    DAMAGE_TOOLS,
+    MAX_ZERO_BYTES,
+    DamageLab,
+    html_table,
+    line_offsets,
+    plot_verdict_maps,
+    skip_bad_lines_read,
+    verdict_counts,
+    verdict_runs,
+)
+from s09_jsonl_transcript.lessons.style import VERDICT_COLORS
+
+
+@pytest.fixture
+def sample(tmp_path):
+    """The five-event transcript notebook 3 damages."""
+    path = tmp_path / "session-3.jsonl"
+    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+        transcript.append_batch(BUG_FIX_SCRIPT[:5])
+    return path
+
+
+def test_line_offsets_point_at_the_first_byte_of_each_line():
+    assert line_offsets(b"ab\ncde\n") == [0, 3]
+    assert line_offsets(b"ab\ncd") == [0, 3]  # an unterminated last line is still a line
+    assert line_offsets(b"") == []
+
+
+def test_html_table_escapes_cells():
+    table = html_table(["a<b"], [["<script>", 3]]).data
+    assert "<script>" not in table and "&lt;script&gt;" in table and "<td style='text-align:left'>3</td>" in table
+
+
+def test_every_damage_tool_offers_positions_that_fit_the_file(sample):
+    data = sample.read_bytes()
+    lines = data.count(b"\n")
+    assert DAMAGE_TOOLS["truncate at byte"].positions(data) == range(len(data) + 1)
+    assert DAMAGE_TOOLS["flip a byte"].positions(data) == range(len(data))
+    assert DAMAGE_TOOLS["insert a garbage line"].positions(data) == range(1, lines + 2)
+    assert DAMAGE_TOOLS["delete a line"].positions(data) == range(1, lines + 1)
+    assert DAMAGE_TOOLS["duplicate a line"].positions(data) == range(1, lines + 1)
+    assert DAMAGE_TOOLS["append zero bytes"].positions(data) == range(1, MAX_ZERO_BYTES + 1)
+
+
+@pytest.mark.parametrize("name, position, kind, line", [
+    ("truncate at byte", "start of line 4", damage.CLEAN, None),
+    ("truncate at byte", "middle of line 5", damage.PARTIAL_TAIL, None),
+    ("append zero bytes", 16, damage.PARTIAL_TAIL, None),
+    ("flip a byte", "start of line 3", damage.CORRUPT, 3),
+    ("insert a garbage line", 3, damage.CORRUPT, 3),
+    ("delete a line", 3, damage.CORRUPT, 3),
+    ("duplicate a line", 3, damage.CORRUPT, 4),
+    ("flip a byte", "a letter of the user's message", damage.SILENT, 1),
+])
+def test_each_damage_gets_the_verdict_the_notebook_explains(sample, name, position, kind, line):
+    data = sample.read_bytes()
+    starts = line_offsets(data)
+    offsets = {"start of line 3": starts[2], "start of line 4": starts[3], "middle of line 5": starts[4] + 100,
+               "a letter of the user's message": data.index(b"fails")}
+    found = DamageLab(sample).apply(name, offsets.get(position, position))
+    assert (found.kind, found.line) == (kind, line)
+    assert sample.read_bytes() != data  # the damage reached the real file
+
+
+def test_apply_starts_from_the_undamaged_file_every_time(sample):
+    lab = DamageLab(sample)
+    lab.apply("delete a line", 3)
+    lab.apply("delete a line", 3)
+    assert sample.read_bytes().count(b"\n") == lab.pristine.count(b"\n") - 1
+
+
+def test_choosing_a_damage_refits_the_slider(sample):
+    lab = DamageLab(sample)
+    lines = lab.pristine.count(b"\n")
+    lab.picker.value = "delete a line"
+    assert (lab.position.min, lab.position.max, lab.unit.value) == (1, lines, "line number")
+    lab.picker.value = "truncate at byte"
+    assert (lab.position.min, lab.position.max) == (0, len(lab.pristine))
+    lab.position.value = len(lab.pristine)
+    lab.picker.value = "duplicate a line"  # a value beyond the new range is pulled back into it
+    assert lab.position.value == lines
+
+
+def test_clicking_apply_damages_the_file_and_shows_the_verdict(sample):
+    lab = DamageLab(sample)
+    before = lab.result.value
+    lab.picker.value = "duplicate a line"
+    lab.position.value = 2
+    lab.apply_button.click()
+    assert sample.read_bytes().count(b"\n") == lab.pristine.count(b"\n") + 1
+    assert lab.result.value != before
+    assert "TranscriptCorruptionError at line 3" in lab.result.value
+    assert VERDICT_COLORS[damage.CORRUPT] in lab.result.value
+
+
+def test_clicking_restore_puts_the_original_bytes_back(sample):
+    lab = DamageLab(sample)
+    lab.apply("flip a byte", 0)
+    lab.restore_button.click()
+    assert sample.read_bytes() == lab.pristine
+    assert "clean (5 events)" in lab.result.value
+
+
+def test_the_widget_marks_its_main_control_and_result(sample):
+    lab = DamageLab(sample)
+    assert "s09-main-control" in lab.apply_button._dom_classes
+    assert "s09-result" in lab.result._dom_classes
+    assert lab.apply_button in lab.widget().children[1].children
+
+
+def test_bad_requests_are_refused_clearly(sample):
+    lab = DamageLab(sample)
+    with pytest.raises(ValueError, match="unknown damage"):
+        lab.apply("set on fire", 1)
+    with pytest.raises(ValueError, match="line number must be between 1 and 5"):
+        lab.apply("delete a line", 6)
+    assert sample.read_bytes() == lab.pristine  # a refused request changes nothing
+    empty = sample.with_name("empty.jsonl")
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="empty"):
+        DamageLab(empty)
+
+
+def test_skipping_reader_hides_damage_the_strict_reader_reports(sample):
+    damage.delete_line(sample, 3)
+    assert [event["sequence"] for event in skip_bad_lines_read(sample)] == [1, 2, 4, 5]
+    with pytest.raises(TranscriptCorruptionError):
+        JSONLTranscript(sample).read_events()
+
+
+def test_skipping_reader_drops_lines_that_do_not_parse(sample):
+    damage.insert_line(sample, 2, b"\xff not utf-8")
+    damage.insert_line(sample, 2, b"[1, 2]")  # JSON, but not an object
+    assert len(skip_bad_lines_read(sample)) == 5
+
+
+def test_verdict_counts_and_runs_cover_every_offset(sample):
+    verdicts = damage.flip_map(sample)
+    counts = verdict_counts(verdicts)
+    assert list(counts) == list(damage.VERDICT_KINDS)
+    assert sum(counts.values()) == len(verdicts)
+    assert counts[damage.CLEAN] == 0  # every flip changes something: at best it goes unnoticed
+    runs = verdict_runs(verdicts)
+    assert sum(length for _, length, _ in runs) == len(verdicts)
+    assert all(a[2] != b[2] for a, b in zip(runs, runs[1:]))  # neighbouring runs differ
+    assert [verdicts[first].kind for first, _, _ in runs] == [kind for _, _, kind in runs]
+
+
+def test_truncation_never_makes_the_reader_fail(sample):
+    counts = verdict_counts(damage.truncation_map(sample))
+    assert counts[damage.CORRUPT] == counts[damage.SILENT] == 0
+    assert counts[damage.CLEAN] > 0 and counts[damage.PARTIAL_TAIL] > 0
+
+
+def test_verdict_map_plot_has_one_labelled_strip_per_map(sample):
+    data = sample.read_bytes()
+    figure = plot_verdict_maps([("truncate", data, damage.truncation_map(sample)),
+                                ("flip", data, damage.flip_map(sample))])
+    try:
+        assert [axis.get_title(loc="left") for axis in figure.axes] == ["truncate", "flip"]
+        assert all(axis.get_xlabel() for axis in figure.axes)
+        assert [text.get_text() for text in figure.legends[0].get_texts()] == list(damage.VERDICT_KINDS)
+        assert figure.get_suptitle()
+    finally:
+        plt.close(figure)
