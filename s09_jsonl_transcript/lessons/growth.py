@@ -1,0 +1,311 @@
+"""Notebook 1, events on disk: step MockLLM through a JSONLTranscript and watch the file grow.
+
+The stepper appends one event per call; the views read everything back from the file itself,
+so what the notebook shows is what a fresh process would find on disk.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import ipywidgets as widgets
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ..code import (
+    RESERVED_ENVELOPE_FIELDS,
+    TYPE_AI_TITLE,
+    TYPE_FILE_SNAPSHOT,
+    TYPE_MESSAGE,
+    TYPE_REASONING,
+    JSONLTranscript,
+    MockLLM,
+    ticking_clock,
+)
+from .style import EVENT_COLORS, OKABE_ITO
+
+MAIN_CONTROL_CLASS = "s09-main-control"
+RESULT_CLASS = "s09-result"
+
+# What each envelope field promises, in the order append writes them.
+ENVELOPE_FIELD_MEANINGS = {
+    "schema_version": "Format version of this record. A reader refuses a version newer than it understands.",
+    "sequence": "1, 2, 3, ... with no gaps. Replay checks every line is the previous one plus 1, "
+                "so a lost, doubled or reordered line is caught.",
+    "event_id": "transcript:&lt;session_id&gt;:&lt;sequence&gt;: the durable name of this event. "
+                "Memory candidates point at it instead of copying the body.",
+    "session_id": "The file's name without .jsonl. A line pasted in from another session is refused.",
+    "recorded_at": "When append wrote the record, in UTC (an injected ticking clock here). "
+                   "Evidence for people; replay orders by sequence, never by time.",
+}
+
+# Where the replay fold puts the events that never become chat messages.
+METADATA_DESTINATIONS = {
+    TYPE_AI_TITLE: "state.title",
+    TYPE_FILE_SNAPSHOT: "state.file_snapshots",
+    TYPE_REASONING: "state.reasoning_count",
+}
+
+_NEWEST_BACKGROUND = "#FFF3C4"  # a pale tint of the palette's yellow: the line just appended
+
+
+class EventStepper:
+    """Appends MockLLM's scripted events to one transcript, one event per call.
+
+    The transcript uses a ticking clock, so the same steps always write the same bytes.
+    """
+
+    def __init__(self, folder, session_id: str = "session-1"):
+        self.path = Path(folder) / f"{session_id}.jsonl"
+        self.total = len(MockLLM())
+        self.newest = None  # the envelope of the last append, or None before the first
+        self._start_session()
+
+    def _start_session(self) -> None:
+        self.transcript = JSONLTranscript(self.path, clock=ticking_clock())
+        self.llm = MockLLM()
+        self.newest = None
+
+    @property
+    def appended(self) -> int:
+        """How many events this session has appended so far."""
+        return self.llm.position
+
+    @property
+    def finished(self) -> bool:
+        """True once every scripted event is on disk."""
+        return self.appended >= self.total
+
+    def next_event(self) -> dict | None:
+        """Append the next scripted event and return the envelope written, or None when the script is over."""
+        event = self.llm.next_event()
+        if event is None:
+            return None
+        self.newest = self.transcript.append(event)
+        return self.newest
+
+    def reset(self) -> None:
+        """Delete the demo file and start the session again from its first event.
+
+        An agent never does this to its transcript: it is how the lesson starts over.
+        """
+        self.transcript.close()
+        self.path.unlink(missing_ok=True)
+        self._start_session()
+
+    def advance_to(self, count: int) -> None:
+        """Leave exactly `count` events on disk.
+
+        Going forward appends. Going back starts a new file and appends `count` events,
+        because an append-only file never shrinks.
+        """
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= self.total:
+            raise ValueError(f"count must be a whole number from 0 to {self.total}, not {count!r}")
+        if count < self.appended:
+            self.reset()
+        while self.appended < count:
+            self.next_event()
+
+    def close(self) -> None:
+        """Release the transcript's writer (its descriptor and lock)."""
+        self.transcript.close()
+
+
+# --------------------------------------------------------------------------- reading the file back
+
+
+@dataclass(frozen=True)
+class LineGrowth:
+    """The file just after one append."""
+
+    sequence: int
+    event_type: str
+    lines: int  # complete lines in the file
+    bytes: int  # size of the file
+    line_bytes: int  # size of the line this append added, newline included
+
+
+def growth_of(path) -> list[LineGrowth]:
+    """The file's line count and size after each of its appends, read back from the file.
+
+    An unterminated last fragment (a torn write) is not counted: no append wrote it completely.
+    """
+    events = JSONLTranscript(path).read_events()
+    raw_lines = Path(path).read_bytes().split(b"\n")[:-1] if Path(path).exists() else []
+    growth, size = [], 0
+    for number, (event, raw) in enumerate(zip(events, raw_lines), start=1):
+        size += len(raw) + 1
+        growth.append(LineGrowth(event["sequence"], event["type"], number, size, len(raw) + 1))
+    return growth
+
+
+def file_listing_html(path) -> str:
+    """The raw file as numbered lines of HTML, the newest complete line highlighted."""
+    data = Path(path).read_bytes() if Path(path).exists() else b""
+    *lines, fragment = data.split(b"\n")
+    if not lines and not fragment:
+        return f"<p><code>{html.escape(Path(path).name)}</code> is empty: no event appended yet.</p>"
+    rows = []
+    for number, raw in enumerate(lines, start=1):
+        newest = number == len(lines) and not fragment
+        style = f' style="background:{_NEWEST_BACKGROUND};font-weight:bold"' if newest else ""
+        note = "   &lt;- newest line" if newest else ""
+        rows.append(f"<div{style}>{number:>2}  {html.escape(raw.decode('utf-8', 'replace'))}{note}</div>")
+    if fragment:
+        rows.append(f"<div>..  {html.escape(fragment.decode('utf-8', 'replace'))}   &lt;- no newline: torn</div>")
+    size = f"{len(lines)} lines, {len(data)} bytes"
+    return (f"<p><code>{html.escape(Path(path).name)}</code>: {size}</p>"
+            '<pre style="white-space:pre-wrap;word-break:break-all;font-size:11px;line-height:1.35">'
+            + "".join(rows) + "</pre>")
+
+
+def envelope_html(record: dict | None) -> str:
+    """A table of one record's envelope fields, their values and what each promises."""
+    if record is None:
+        return "<p>No record yet: press <b>Next event</b>.</p>"
+    rows = "".join(
+        f"<tr><td><code>{name}</code></td><td><code>{html.escape(str(record[name]))}</code></td>"
+        f"<td style='text-align:left'>{meaning}</td></tr>"
+        for name, meaning in ENVELOPE_FIELD_MEANINGS.items()
+    )
+    payload = {key: value for key, value in record.items() if key not in RESERVED_ENVELOPE_FIELDS}
+    rows += (f"<tr><td>the event</td><td colspan='2' style='text-align:left'>"
+             f"<code>{html.escape(_shorten(repr(payload), 110))}</code></td></tr>")
+    return ("<table><tr><th>field</th><th>value</th><th style='text-align:left'>what it promises</th></tr>"
+            + rows + "</table>")
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def draw_growth(fig: Figure, growth: list[LineGrowth]) -> Figure:
+    """Draw lines and bytes after each append, each append coloured by its event type."""
+    ax_lines, ax_bytes = fig.subplots(1, 2)
+    sequences = [point.sequence for point in growth]
+    colors = [EVENT_COLORS[point.event_type] for point in growth]
+    ax_lines.plot(sequences, [point.lines for point in growth], color=OKABE_ITO["grey"], zorder=1)
+    ax_lines.scatter(sequences, [point.lines for point in growth], c=colors, s=60, edgecolors="black", zorder=2)
+    ax_lines.set(title="Lines in the file after each append", xlabel="append (sequence)", ylabel="complete lines")
+
+    previous = [point.bytes - point.line_bytes for point in growth]
+    ax_bytes.bar(sequences, previous, color="#DDDDDD", edgecolor="black", linewidth=0.5)
+    ax_bytes.bar(sequences, [point.line_bytes for point in growth], bottom=previous, color=colors,
+                 edgecolor="black", linewidth=0.5)
+    ax_bytes.set(title="Bytes in the file after each append", xlabel="append (sequence)", ylabel="file size (bytes)")
+
+    for ax in (ax_lines, ax_bytes):
+        ax.set_xlim(0.3, max(sequences, default=1) + 0.7)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        if not growth:
+            ax.text(0.5, 0.5, "no events yet", transform=ax.transAxes, ha="center", color=OKABE_ITO["grey"])
+    handles = [_patch(color, event_type) for event_type, color in EVENT_COLORS.items()]
+    handles.append(_patch("#DDDDDD", "bytes already on disk"))
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small", title="appended event type")
+    fig.subplots_adjust(bottom=0.33, wspace=0.3)
+    return fig
+
+
+def message_label(event: dict) -> str:
+    """Where replay puts one event: the chat message it becomes, or the piece of state it feeds."""
+    message = JSONLTranscript._event_to_message(event)
+    if message is None:
+        return METADATA_DESTINATIONS.get(event["type"], "ignored by replay")
+    if event["type"] == TYPE_MESSAGE:
+        return f"{message['role']}: text"
+    block = message["content"][0]  # a tool_use or a tool_result block
+    detail = block.get("name") or block.get("tool_use_id")
+    return f"{message['role']}: {block['type']} {detail}"
+
+
+def draw_message_mapping(fig: Figure, events: list[dict]) -> Figure:
+    """Draw every event in one of two columns: becomes a chat message, or metadata only."""
+    ax = fig.subplots()
+    for event in events:
+        is_message = JSONLTranscript._event_to_message(event) is not None
+        column = 0 if is_message else 1
+        ax.barh(event["sequence"], 0.95, left=column, height=0.8, color=EVENT_COLORS[event["type"]],
+                edgecolor="black", linewidth=0.5)
+        ax.text(column + 0.03, event["sequence"], message_label(event), va="center", fontsize=9,
+                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1})
+    ax.set_xlim(0, 2)
+    ax.set_ylim(len(events) + 0.7, 0.3)  # the first event at the top, as in the file
+    ax.set_xticks([0.5, 1.5], ["messages[] (sent to the model)", "metadata (state only, not sent)"])
+    ax.set_yticks([event["sequence"] for event in events])
+    ax.set(title="What replay makes of each line", ylabel="line (sequence)")
+    handles = [_patch(color, event_type) for event_type, color in EVENT_COLORS.items()]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title="event type")
+    fig.subplots_adjust(right=0.72)
+    return fig
+
+
+def _patch(color: str, label: str) -> Patch:
+    return Patch(facecolor=color, edgecolor="black", linewidth=0.5, label=label)
+
+
+def figure_png(fig: Figure) -> bytes:
+    """The figure as PNG bytes, for an Image widget (nothing is displayed)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------- the widget
+
+
+class StepperPanel:
+    """Next event / Reset buttons and a slider over an EventStepper; each redraws the views.
+
+    Every control calls a plain method of the stepper, so a notebook cell or a test can do the same.
+    """
+
+    def __init__(self, stepper: EventStepper):
+        self.stepper = stepper
+        self.next_button = widgets.Button(description="Next event", button_style="primary",
+                                          icon="plus").add_class(MAIN_CONTROL_CLASS)
+        self.reset_button = widgets.Button(description="Reset", icon="undo")
+        self.slider = widgets.IntSlider(value=stepper.appended, min=0, max=stepper.total,
+                                        description="events", continuous_update=False)
+        self.status = widgets.Label()
+        self.listing = widgets.HTML().add_class(RESULT_CLASS)
+        self.envelope = widgets.HTML()
+        self.plot = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
+        self.next_button.on_click(self._on_next)
+        self.reset_button.on_click(self._on_reset)
+        self.slider.observe(self._on_slider, names="value")
+        self.widget = widgets.VBox([
+            widgets.HBox([self.next_button, self.reset_button, self.slider]),
+            self.status, self.listing, self.envelope, self.plot,
+        ])
+        self.refresh()
+
+    def _on_next(self, _button) -> None:
+        self.stepper.next_event()
+        self.refresh()
+
+    def _on_reset(self, _button) -> None:
+        self.stepper.reset()
+        self.refresh()
+
+    def _on_slider(self, change) -> None:
+        if change["new"] != self.stepper.appended:  # refresh() moving the slider is not a request
+            self.stepper.advance_to(change["new"])
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Redraw every view from the file on disk."""
+        stepper = self.stepper
+        self.slider.value = stepper.appended
+        self.next_button.disabled = stepper.finished
+        self.status.value = (f"{stepper.appended} of {stepper.total} events on disk"
+                             + (": the session is over" if stepper.finished else ""))
+        self.listing.value = file_listing_html(stepper.path)
+        self.envelope.value = envelope_html(stepper.newest)
+        self.plot.value = figure_png(draw_growth(Figure(figsize=(9, 4)), growth_of(stepper.path)))

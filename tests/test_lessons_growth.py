@@ -1,0 +1,229 @@
+"""Notebook 1's helpers: the event stepper, the views read back from the file, the plots and the widget."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # plain pytest module: no display, no inline backend
+
+import pytest
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+
+from s09_jsonl_transcript import damage
+from s09_jsonl_transcript.code import (
+    RESERVED_ENVELOPE_FIELDS,
+    JSONLTranscript,
+    MockLLM,
+    run_agent,
+    ticking_clock,
+)
+from s09_jsonl_transcript.lessons.growth import (
+    ENVELOPE_FIELD_MEANINGS,
+    MAIN_CONTROL_CLASS,
+    METADATA_DESTINATIONS,
+    RESULT_CLASS,
+    EventStepper,
+    StepperPanel,
+    draw_growth,
+    draw_message_mapping,
+    envelope_html,
+    file_listing_html,
+    growth_of,
+    message_label,
+)
+from s09_jsonl_transcript.lessons.style import EVENT_COLORS
+
+SCRIPT_LENGTH = len(MockLLM())
+
+
+@pytest.fixture
+def stepper(tmp_path):
+    opened = EventStepper(tmp_path, session_id="session")
+    yield opened
+    opened.close()
+
+
+def reference_lines(tmp_path):
+    """The lines code.py's own agent loop writes for the whole script, with the same clock."""
+    path = tmp_path / "reference" / "session.jsonl"
+    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+        run_agent(transcript, MockLLM())
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def test_each_next_event_appends_exactly_one_line(stepper):
+    for count in range(1, SCRIPT_LENGTH + 1):
+        record = stepper.next_event()
+        assert record["sequence"] == count
+        assert stepper.path.read_bytes().count(b"\n") == count
+        assert stepper.newest == record
+    assert stepper.finished
+
+
+def test_next_event_after_the_script_writes_nothing(stepper):
+    stepper.advance_to(SCRIPT_LENGTH)
+    before = stepper.path.read_bytes()
+    assert stepper.next_event() is None
+    assert stepper.path.read_bytes() == before
+
+
+def test_stepping_writes_the_same_bytes_as_the_agent_loop(stepper, tmp_path):
+    stepper.advance_to(SCRIPT_LENGTH)
+    assert stepper.path.read_bytes().splitlines(keepends=True) == reference_lines(tmp_path)
+
+
+def test_going_back_starts_a_new_file_with_the_same_first_lines(stepper, tmp_path):
+    stepper.advance_to(9)
+    stepper.advance_to(4)
+    assert stepper.appended == 4
+    assert stepper.path.read_bytes().splitlines(keepends=True) == reference_lines(tmp_path)[:4]
+
+
+def test_reset_removes_the_file_and_starts_at_sequence_one(stepper):
+    stepper.advance_to(3)
+    stepper.reset()
+    assert not stepper.path.exists() and stepper.appended == 0 and stepper.newest is None
+    assert stepper.next_event()["sequence"] == 1
+
+
+@pytest.mark.parametrize("count", [-1, SCRIPT_LENGTH + 1, 2.0, "3", True])
+def test_advance_to_refuses_counts_outside_the_script(stepper, count):
+    with pytest.raises(ValueError, match="count must be"):
+        stepper.advance_to(count)
+
+
+def test_growth_matches_the_file_measured_after_each_append(stepper):
+    sizes = []
+    while stepper.next_event() is not None:
+        sizes.append(stepper.path.stat().st_size)
+    growth = growth_of(stepper.path)
+    assert [point.bytes for point in growth] == sizes
+    assert [point.lines for point in growth] == list(range(1, SCRIPT_LENGTH + 1))
+    assert [point.event_type for point in growth] == [event["type"] for event in MockLLM().script]
+    assert [point.line_bytes for point in growth] == [b - a for a, b in zip([0, *sizes], sizes)]
+
+
+def test_growth_leaves_out_a_torn_tail(stepper):
+    stepper.advance_to(5)
+    before = growth_of(stepper.path)
+    damage.append_zeros(stepper.path, 20)
+    assert growth_of(stepper.path) == before
+
+
+def test_growth_of_a_missing_file_is_empty(tmp_path):
+    assert growth_of(tmp_path / "nothing.jsonl") == []
+
+
+def test_listing_highlights_only_the_newest_line(stepper):
+    stepper.advance_to(3)
+    listing = file_listing_html(stepper.path)
+    highlighted = [row for row in listing.split("<div") if "font-weight:bold" in row]
+    assert len(highlighted) == 1
+    assert "transcript:session:3" in highlighted[0] and "newest" in highlighted[0]
+    assert "3 lines" in listing
+
+
+def test_listing_escapes_the_file_and_marks_a_torn_tail(tmp_path):
+    path = tmp_path / "session.jsonl"
+    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+        transcript.append({"type": "message", "role": "user", "content": "<script>alert(1)</script>"})
+    damage.append_zeros(path, 4)
+    listing = file_listing_html(path)
+    assert "<script>" not in listing and "&lt;script&gt;" in listing
+    assert "torn" in listing and "newest" not in listing
+
+
+def test_listing_of_an_empty_transcript_says_so(tmp_path):
+    assert "no event appended yet" in file_listing_html(tmp_path / "session.jsonl")
+
+
+def test_envelope_table_shows_every_envelope_field_of_the_record(stepper):
+    assert set(ENVELOPE_FIELD_MEANINGS) == RESERVED_ENVELOPE_FIELDS
+    record = stepper.next_event()
+    table = envelope_html(record)
+    for name in RESERVED_ENVELOPE_FIELDS:
+        assert f"<code>{name}</code>" in table and f"<code>{record[name]}</code>" in table
+    assert "Next event" in envelope_html(None)
+
+
+def test_message_labels_follow_the_replay_fold(bug_fix):
+    events = bug_fix.read_events()
+    labels = [message_label(event) for event in events]
+    metadata = [label for label in labels if label in METADATA_DESTINATIONS.values()]
+    assert len(labels) - len(metadata) == bug_fix.recover()["message_count"]
+    assert labels[0] == "user: text"
+    assert "assistant: tool_use read_file" in labels and "user: tool_result call_1" in labels
+
+
+def test_growth_plot_stacks_each_new_line_on_the_old_size_in_its_type_colour(stepper):
+    stepper.advance_to(SCRIPT_LENGTH)
+    growth = growth_of(stepper.path)
+    fig = draw_growth(Figure(), growth)
+    ax_lines, ax_bytes = fig.axes
+    bars = ax_bytes.patches
+    old, new = bars[:len(growth)], bars[len(growth):]
+    assert [round(bar.get_y() + bar.get_height()) for bar in new] == [point.bytes for point in growth]
+    assert [round(bar.get_height()) for bar in old] == [point.bytes - point.line_bytes for point in growth]
+    assert [to_hex(bar.get_facecolor()) for bar in new] == \
+        [EVENT_COLORS[point.event_type].lower() for point in growth]
+    assert ax_lines.get_title() and ax_bytes.get_xlabel() and ax_bytes.get_ylabel()
+    assert {text.get_text() for text in fig.legends[0].get_texts()} >= set(EVENT_COLORS)
+
+
+def test_growth_plot_of_no_events_says_so():
+    fig = draw_growth(Figure(), [])
+    assert all("no events yet" in [text.get_text() for text in ax.texts] for ax in fig.axes)
+
+
+def test_mapping_plot_puts_each_event_in_its_column(bug_fix):
+    events = bug_fix.read_events()
+    fig = draw_message_mapping(Figure(), events)
+    bars = fig.axes[0].patches
+    in_messages = [bar for bar in bars if bar.get_x() < 1]
+    assert len(bars) == len(events)
+    assert len(in_messages) == bug_fix.recover()["message_count"]
+    assert fig.axes[0].get_title() and fig.axes[0].get_legend() is not None
+
+
+@pytest.fixture
+def panel(tmp_path):
+    opened = StepperPanel(EventStepper(tmp_path, session_id="session"))
+    yield opened
+    opened.stepper.close()
+
+
+def test_panel_marks_its_main_control_and_its_result(panel):
+    assert MAIN_CONTROL_CLASS in panel.next_button._dom_classes
+    assert RESULT_CLASS in panel.listing._dom_classes
+
+
+def test_next_button_appends_and_redraws(panel):
+    listing, plot = panel.listing.value, panel.plot.value
+    panel.next_button.click()
+    assert panel.stepper.path.read_bytes().count(b"\n") == 1
+    assert panel.listing.value != listing and "transcript:session:1" in panel.listing.value
+    assert panel.plot.value != plot and bytes(panel.plot.value).startswith(b"\x89PNG")
+    assert panel.slider.value == 1 and "1 of" in panel.status.value
+    assert "transcript:session:1" in panel.envelope.value
+
+
+def test_slider_moves_the_file_both_ways(panel):
+    panel.slider.value = 7
+    assert panel.stepper.path.read_bytes().count(b"\n") == 7
+    assert "transcript:session:7" in panel.listing.value
+    panel.slider.value = 2
+    assert panel.stepper.path.read_bytes().count(b"\n") == 2
+    assert "transcript:session:7" not in panel.listing.value
+
+
+def test_reset_button_empties_the_views(panel):
+    panel.slider.value = 4
+    panel.reset_button.click()
+    assert not panel.stepper.path.exists()
+    assert panel.slider.value == 0 and "no event appended yet" in panel.listing.value
+
+
+def test_next_button_is_disabled_once_the_session_is_over(panel):
+    panel.slider.value = SCRIPT_LENGTH
+    assert panel.next_button.disabled and "over" in panel.status.value
+    panel.reset_button.click()
+    assert not panel.next_button.disabled
