@@ -137,3 +137,27 @@ def test_the_interactive_shell_appends_and_replays(tmp_path):
     events = JSONLTranscript(path).read_events()
     assert [e["type"] for e in events] == ["message", "function_call", "function_call_result", "ai-title", "message"]
     assert events[2]["callId"] == events[1]["callId"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+@pytest.mark.parametrize("no_color, coloured", [("", True), ("1", False)])
+def test_colours_only_on_a_terminal_and_never_with_no_color(tmp_path, no_color, coloured):
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "NO_COLOR": no_color}
+    child = subprocess.Popen([sys.executable, str(CODE_PY)], stdout=follower, stderr=follower, cwd=tmp_path, env=env)
+    os.close(follower)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closes when the demo exits
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(leader)
+    assert child.wait(timeout=120) == 0
+    assert (b"\033[" in output) is coloured
+    assert b"recovered messages == acknowledged messages: True" in output
