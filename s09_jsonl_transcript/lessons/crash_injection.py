@@ -1,0 +1,277 @@
+"""Notebook 2, crash injection: kill a real agent process, recover with a fresh one, compare.
+
+The agent runs in a child process (code.py's crash_agent_in_child) and is killed with SIGKILL
+after a chosen number of acknowledged appends, optionally while half of its next record is on
+disk. Where SIGKILL does not exist the same steps are simulated in this process.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import ipywidgets as widgets
+from matplotlib.figure import Figure
+
+from ..code import JSONLTranscript, MockLLM, crash_agent_in_child, ticking_clock
+from ..crashlab import KillTrial, kill_campaign, kill_summary
+from .growth import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
+from .style import OKABE_ITO
+
+SIGKILL_AVAILABLE = hasattr(signal, "SIGKILL")
+SCRIPT_LENGTH = len(MockLLM())
+# The agent can be killed after 1 .. SCRIPT_LENGTH - 1 appends: a next record must exist to tear.
+KILL_POINTS = range(1, SCRIPT_LENGTH)
+
+_ROW_COLORS = {
+    "acknowledged": OKABE_ITO["blue"],
+    "on disk": OKABE_ITO["green"],
+    "recovered": OKABE_ITO["sky"],
+}
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """What one killed agent had acknowledged, what it left on disk, and what a fresh process rebuilt."""
+
+    file_name: str
+    kill_after: int
+    real_kill: bool  # False when the crash was simulated (no SIGKILL on this system)
+    acknowledged: tuple  # sequences whose append had returned before the kill
+    complete_lines: int  # newline-terminated lines that survived
+    torn_fragment: bytes  # the unterminated bytes at the end of the file (b"" when none)
+    recovered: tuple  # sequences a fresh JSONLTranscript read back
+    messages: int  # chat messages the fresh process rebuilt
+    pending_calls: tuple  # callIds of tool calls the dead agent never answered
+
+    @property
+    def lost(self) -> tuple:
+        """Acknowledged sequences the fresh process did not recover (the lesson promises none)."""
+        return tuple(sequence for sequence in self.acknowledged if sequence not in self.recovered)
+
+    @property
+    def verdict(self) -> str:
+        """One line: did everything acknowledged survive the crash?"""
+        if self.lost:
+            return f"LOST acknowledged events {list(self.lost)}"
+        return f"nothing acknowledged was lost ({len(self.acknowledged)} of {len(self.acknowledged)} recovered)"
+
+
+def simulate_crash(path, kill_after: int, tear: bool = True) -> list[int]:
+    """The crash without a child process, for systems without SIGKILL.
+
+    Appends kill_after events, optionally writes the first half of the next record, then
+    abandons the writer as a dying process would. Returns the acknowledged sequences.
+    """
+    transcript, llm = JSONLTranscript(path), MockLLM()
+    acknowledged = [transcript.append(llm.next_event())["sequence"] for _ in range(kill_after)]
+    if tear:
+        half_record = json.dumps(llm.next_event()).encode("utf-8")
+        half_record = half_record[: len(half_record) // 2]
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, half_record)
+        finally:
+            os.close(fd)
+    transcript.close()  # the operating system closes a dead process's descriptors
+    return acknowledged
+
+
+def crash_and_recover(path, kill_after: int, *, tear: bool = True) -> CrashReport:
+    """Kill an agent after kill_after acknowledged appends, then rebuild its state in a fresh instance.
+
+    The path must not exist yet: each crash writes its own transcript.
+    """
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path.name} already exists: give each crash a new file")
+    if not isinstance(kill_after, int) or isinstance(kill_after, bool) or kill_after not in KILL_POINTS:
+        raise ValueError(f"kill_after must be a whole number from {KILL_POINTS.start} to "
+                         f"{KILL_POINTS.stop - 1}, not {kill_after!r}")
+    if SIGKILL_AVAILABLE:
+        acknowledged = crash_agent_in_child(path, kill_after, tear=tear)
+    else:
+        acknowledged = simulate_crash(path, kill_after, tear)
+    data = path.read_bytes()
+    survivor = JSONLTranscript(path)  # the replacement process: it only has the file
+    state = survivor.recover()
+    return CrashReport(
+        file_name=path.name,
+        kill_after=kill_after,
+        real_kill=SIGKILL_AVAILABLE,
+        acknowledged=tuple(acknowledged),
+        complete_lines=data.count(b"\n"),
+        torn_fragment=data[data.rfind(b"\n") + 1:],
+        recovered=tuple(event["sequence"] for event in survivor.read_events()),
+        messages=state["message_count"],
+        pending_calls=tuple(call["callId"] for call in state["pending_calls"]),
+    )
+
+
+def disk_listing(path) -> str:
+    """What is on disk, one line per record: sequence and type of each complete line, then any torn tail.
+
+    Timestamps are left out: the child process records real time.
+    """
+    *lines, fragment = Path(path).read_bytes().split(b"\n")
+    rows = []
+    for number, raw in enumerate(lines, start=1):
+        record = json.loads(raw)
+        rows.append(f"line {number:>2}  complete  sequence {record['sequence']:>2}  {record['type']}")
+    if fragment:
+        rows.append(f"line {len(lines) + 1:>2}  TORN      {len(fragment)} bytes, no newline: {fragment!r}")
+    return "\n".join(rows)
+
+
+def describe_crash(report: CrashReport) -> str:
+    """The crash report as plain text."""
+    how = "SIGKILL to a real child process" if report.real_kill else "simulated in this process (no SIGKILL here)"
+    fragment = f"{len(report.torn_fragment)} bytes, never acknowledged" if report.torn_fragment else "none"
+    return "\n".join([
+        f"crash:                  {how}, after {report.kill_after} acknowledged appends",
+        f"acknowledged (dead):    sequences {list(report.acknowledged)}",
+        f"complete lines on disk: {report.complete_lines}",
+        f"torn fragment:          {fragment}",
+        f"recovered (fresh):      sequences {list(report.recovered)}",
+        f"rebuilt state:          {report.messages} messages, pending tool calls {list(report.pending_calls)}",
+        f"verdict:                {report.verdict}",
+    ])
+
+
+def crash_html(report: CrashReport) -> str:
+    """The crash report as HTML for the widget, the verdict coloured."""
+    color = OKABE_ITO["vermillion"] if report.lost else OKABE_ITO["green"]
+    return (f"<p><code>{html.escape(report.file_name)}</code></p>"
+            f"<pre style='font-size:12px'>{html.escape(describe_crash(report))}</pre>"
+            f"<p style='color:{color};font-weight:bold'>{html.escape(report.verdict)}</p>")
+
+
+def draw_crash(fig: Figure, report: CrashReport) -> Figure:
+    """Draw, per sequence: acknowledged by the dead process, complete on disk, recovered by the fresh one."""
+    ax = fig.subplots()
+    rows = {
+        "acknowledged": report.acknowledged,
+        "on disk": tuple(range(1, report.complete_lines + 1)),
+        "recovered": report.recovered,
+    }
+    for row, (name, sequences) in enumerate(rows.items()):
+        ax.barh([row] * len(sequences), 0.85, left=[s - 0.425 for s in sequences], height=0.6,
+                color=_ROW_COLORS[name], edgecolor="black", linewidth=0.5, label=name)
+    if report.torn_fragment:
+        ax.barh(1, 0.85, left=report.complete_lines + 1 - 0.425, height=0.6, color="white",
+                edgecolor=OKABE_ITO["orange"], hatch="///", label="torn half record (no newline)")
+    if report.lost:
+        ax.scatter(report.lost, [2] * len(report.lost), marker="x", s=120, color=OKABE_ITO["vermillion"],
+                   label="acknowledged but lost", zorder=3)
+    ax.set_yticks(range(len(rows)), ["acknowledged\nby the dead process", "complete lines\non disk",
+                                     "recovered by\na fresh process"])
+    ax.set_ylim(2.6, -0.6)
+    ax.set_xlim(0.4, SCRIPT_LENGTH + 0.6)
+    ax.set_xticks(range(1, SCRIPT_LENGTH + 1))
+    ax.set(title=f"Killed after {report.kill_after} appends: what each side holds", xlabel="sequence")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    fig.subplots_adjust(left=0.2, right=0.7)
+    return fig
+
+
+class CrashPanel:
+    """A slider for the kill point, a tear checkbox and a "Crash now" button; each crash gets its own file."""
+
+    def __init__(self, folder, kill_after: int = 5):
+        self.folder = Path(folder)
+        self.crashes = 0
+        self.report = None
+        self.slider = widgets.IntSlider(value=kill_after, min=KILL_POINTS.start, max=KILL_POINTS.stop - 1,
+                                        description="kill after", continuous_update=False)
+        self.tear = widgets.Checkbox(value=True, description="first write half of the next record")
+        self.crash_button = widgets.Button(description="Crash now", button_style="danger",
+                                           icon="bolt").add_class(MAIN_CONTROL_CLASS)
+        self.result = widgets.HTML("<p>Pick a kill point and press <b>Crash now</b>.</p>").add_class(RESULT_CLASS)
+        self.plot = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
+        self.crash_button.on_click(lambda _button: self.crash_now())
+        self.widget = widgets.VBox([widgets.HBox([self.slider, self.tear, self.crash_button]),
+                                    self.result, self.plot])
+
+    def crash_now(self) -> CrashReport:
+        """Crash a new agent at the slider's point, recover it, and show the comparison."""
+        self.crashes += 1
+        path = self.folder / f"crash-{self.crashes}.jsonl"
+        self.report = crash_and_recover(path, self.slider.value, tear=self.tear.value)
+        self.result.value = crash_html(self.report)
+        self.plot.value = figure_png(draw_crash(Figure(figsize=(9, 2.8)), self.report))
+        return self.report
+
+
+def continue_after_crash(path, content: str = "Please go on.") -> dict:
+    """A replacement agent appends one user message to a crashed transcript; returns the envelope.
+
+    Its first append cuts off a torn fragment before writing, so the file is whole again.
+    """
+    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+        return transcript.append({"type": "message", "role": "user", "content": content})
+
+
+# --------------------------------------------------------------------------- the kill campaign
+
+_SUMMARY_COLUMNS = ("mode", "trials", "lost", "duplicated", "spliced", "failed")
+
+
+def campaign_summary(trials: list[KillTrial]) -> str:
+    """Per mode: trials and every count that must be zero. Acknowledged totals vary with timing, so they are left out."""
+    rows = [[str(row[column]) for column in _SUMMARY_COLUMNS] for row in kill_summary(trials)]
+    widths = [max(len(column), *(len(row[i]) for row in rows)) for i, column in enumerate(_SUMMARY_COLUMNS)]
+    lines = [row[0].ljust(widths[0]) + "  " + "  ".join(text.rjust(width) for text, width in zip(row[1:], widths[1:]))
+             for row in [_SUMMARY_COLUMNS, *rows]]
+    lines.append(f"every acknowledged event survived every kill: {all(trial.ok for trial in trials)}")
+    return "\n".join(lines)
+
+
+def draw_campaign(fig: Figure, trials: list[KillTrial]) -> Figure:
+    """Draw acknowledged and recovered events per killed trial, and any acknowledged event lost."""
+    ax = fig.subplots()
+    numbers = [trial.trial for trial in trials]
+    ax.bar([n - 0.2 for n in numbers], [trial.acknowledged for trial in trials], width=0.4,
+           color=_ROW_COLORS["acknowledged"], label="acknowledged before the kill")
+    ax.bar([n + 0.2 for n in numbers], [trial.recovered for trial in trials], width=0.4,
+           color=_ROW_COLORS["recovered"], label="recovered by a fresh reader")
+    ax.plot(numbers, [trial.lost for trial in trials], "x", markersize=8, color=OKABE_ITO["vermillion"],
+            label="acknowledged but lost")
+    lost = sum(trial.lost for trial in trials)
+    ax.set(title=f"{len(trials)} SIGKILLs: acknowledged events lost in total = {lost}",
+           xlabel="trial (modes take turns: append, batch, repair)", ylabel="events (symmetric log scale)")
+    ax.set_yscale("symlog", linthresh=1)  # a few events and a few hundred in one figure; 0 stays visible
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    fig.subplots_adjust(right=0.72, bottom=0.15)
+    return fig
+
+
+class CampaignPanel:
+    """A "Run the campaign" button with a progress bar; shows the summary and the per-trial plot."""
+
+    def __init__(self, trials: int = 30, seed: int = 0):
+        self.trials, self.seed, self.results = trials, seed, []
+        self.run_button = widgets.Button(description=f"Run {trials} kills", icon="bolt")
+        self.progress = widgets.IntProgress(value=0, min=0, max=trials, description="kills")
+        self.summary = widgets.HTML()
+        self.plot = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
+        self.run_button.on_click(lambda _button: self.run())
+        self.widget = widgets.VBox([widgets.HBox([self.run_button, self.progress]), self.summary, self.plot])
+
+    def show_progress(self, done: int, total: int) -> None:
+        """Move the progress bar: the campaign calls this after every trial."""
+        self.progress.max, self.progress.value = total, done
+
+    def run(self) -> list[KillTrial]:
+        """Run the campaign, then show its summary and plot."""
+        self.run_button.disabled = True
+        try:
+            self.results = kill_campaign(self.trials, seed=self.seed, progress=self.show_progress)
+        finally:
+            self.run_button.disabled = False
+        self.summary.value = f"<pre style='font-size:12px'>{html.escape(campaign_summary(self.results))}</pre>"
+        self.plot.value = figure_png(draw_campaign(Figure(figsize=(9, 3.5)), self.results))
+        return self.results
