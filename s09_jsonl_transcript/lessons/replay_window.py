@@ -29,6 +29,8 @@ METADATA = "metadata: not sent"
 ORPHAN = "dropped: its tool call is outside the window"
 OUTSIDE = "outside the window"
 
+OTHER_TYPE_COLOR = OKABE_ITO["black"]  # event types outside the lesson's six
+
 
 @dataclass(frozen=True)
 class WindowEntry:
@@ -199,7 +201,7 @@ def plot_window(events: list[dict], max_items: int, *, dropped=(), chosen=(), ti
     figure, axis = plt.subplots(figsize=(10, 3.4))
     for event in events:
         axis.broken_barh([(event["sequence"] - 0.45, 0.9)], (0, 1), facecolor=EVENT_COLORS.get(
-            event["type"], OKABE_ITO["black"]), edgecolor=OKABE_ITO["black"], linewidth=0.5)
+            event["type"], OTHER_TYPE_COLOR), edgecolor=OKABE_ITO["black"], linewidth=0.5)
     if max_items and events:
         first = events[max(len(events) - max_items, 0)]["sequence"]
         last = events[-1]["sequence"]
@@ -212,8 +214,10 @@ def plot_window(events: list[dict], max_items: int, *, dropped=(), chosen=(), ti
     if chosen:
         axis.plot(chosen, [1.35] * len(chosen), linestyle="none", marker="*", markersize=14,
                   color=OKABE_ITO["black"])
-    handles = [Patch(color=color, label=name) for name, color in EVENT_COLORS.items()
-               if any(event["type"] == name for event in events)]
+    types = {event["type"] for event in events}
+    handles = [Patch(color=color, label=name) for name, color in EVENT_COLORS.items() if name in types]
+    if types - EVENT_COLORS.keys():
+        handles.append(Patch(color=OTHER_TYPE_COLOR, label="a type the library does not know"))
     handles.append(Patch(facecolor="none", edgecolor=OKABE_ITO["black"], linestyle="--",
                          label=f"replay window (max_items={max_items})"))
     if dropped:

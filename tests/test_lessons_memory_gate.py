@@ -1,0 +1,120 @@
+"""Notebook 5's helpers: the gate's answers as rows, the body check, and the form driven like a kernel would."""
+
+import pytest
+
+from s09_jsonl_transcript import damage
+from s09_jsonl_transcript.code import (
+    MEMORY_ELIGIBLE_EVENT_TYPES,
+    JSONLTranscript,
+    MemorySelectionError,
+    MockLLM,
+    TranscriptCorruptionError,
+    TranscriptMemoryCandidate,
+    event_id_for,
+    run_agent,
+    ticking_clock,
+)
+from s09_jsonl_transcript.lessons.memory_gate import (
+    MemoryGateForm,
+    answer_html,
+    ask_gate,
+    carries_text,
+    describe_answer,
+    event_type_rows,
+    selection_rows,
+)
+
+
+@pytest.fixture
+def session(tmp_path):
+    """The bug-fix session plus one event of a type the library does not know."""
+    path = tmp_path / "session-5.jsonl"
+    with JSONLTranscript(path, clock=ticking_clock()) as writer:
+        run_agent(writer, MockLLM())
+        writer.append({"type": "progress", "content": "100%"})
+    return JSONLTranscript(path)
+
+
+def test_every_event_type_gets_one_row_and_only_eligible_types_pass(session):
+    rows = event_type_rows(session, "a summary", "a reason")
+    types = [row[0] for row in rows]
+    assert sorted(types) == sorted({event["type"] for event in session.read_events()})
+    for event_type, event_id, verdict, detail in rows:
+        if event_type in MEMORY_ELIGIBLE_EVENT_TYPES:
+            assert (verdict, detail) == ("allowed", f"candidate for {event_id}")
+        else:
+            assert verdict == "refused" and f"{event_type!r} is not eligible" in detail
+
+
+def test_selection_rows_report_each_refusal_in_the_gates_words(session):
+    good = event_id_for(session.session_id, 1)
+    rows = selection_rows(session, [
+        ("past the end", event_id_for(session.session_id, 99), "s", "r"),
+        ("blank summary", good, " ", "r"),
+        ("fine", good, "s", "r"),
+    ])
+    assert rows[0][2:] == ("refused", f"unknown transcript event: {event_id_for(session.session_id, 99)}")
+    assert rows[1][2:] == ("refused", "summary is required (a non-blank string)")
+    assert rows[2][2:] == ("allowed", f"candidate for {good}")
+    assert rows[2][1] == repr(good)
+
+
+def test_ask_gate_returns_the_error_instead_of_raising(session):
+    assert isinstance(ask_gate(session, "nonsense", "s", "r"), MemorySelectionError)
+    assert isinstance(ask_gate(session, event_id_for(session.session_id, 1), "s", "r"), TranscriptMemoryCandidate)
+
+
+def test_the_gate_will_not_cite_a_damaged_transcript(session):
+    damage.duplicate_line(session.path, 2)
+    answer = ask_gate(session, event_id_for(session.session_id, 1), "s", "r")
+    assert isinstance(answer, TranscriptCorruptionError)
+    assert describe_answer(answer)[1].startswith("the transcript is damaged: session-5.jsonl:3")
+    assert "refused" in answer_html(answer)
+
+
+def test_a_candidate_carries_no_event_body(session):
+    snapshot = session.read_events()[6]
+    candidate = ask_gate(session, snapshot["event_id"], "calc.py before the fix", "undo")
+    assert not carries_text(candidate, snapshot["files"]["calc.py"])
+    assert carries_text(candidate, "calc.py before")  # the check does see what a candidate holds
+
+
+def test_clicking_submit_shows_the_candidate(session):
+    form = MemoryGateForm(session)
+    before = form.result.value
+    form.event_id.value = event_id_for(session.session_id, 7)
+    form.summary.value = "calc.py before the fix"
+    form.reason.value = "undo"
+    form.submit_button.click()
+    assert form.result.value != before
+    assert "<b>candidate</b>" in form.result.value and "calc.py before the fix" in form.result.value
+    assert event_id_for(session.session_id, 7) in form.result.value
+
+
+def test_clicking_submit_shows_a_refusal(session):
+    form = MemoryGateForm(session)
+    form.event_id.value = event_id_for(session.session_id, 3)
+    form.summary.value, form.reason.value = "s", "r"
+    form.submit_button.click()
+    assert "refused" in form.result.value and "&#x27;reasoning&#x27; is not eligible" in form.result.value
+    form.event_id.value = event_id_for(session.session_id, 1)
+    form.reason.value = ""
+    form.submit_button.click()
+    assert "reason is required" in form.result.value
+
+
+def test_the_form_lists_every_event_and_never_writes(session):
+    before = session.path.read_bytes()
+    form = MemoryGateForm(session)
+    ids = [event_id for _, event_id in form.event_id.options]
+    assert ids == [event["event_id"] for event in session.read_events()]
+    for event_id in ids:
+        form.submit(event_id, "s", "r")
+    assert session.path.read_bytes() == before
+    assert "s09-main-control" in form.submit_button._dom_classes
+    assert "s09-result" in form.result._dom_classes
+
+
+def test_answer_html_escapes_what_the_selector_typed(session):
+    candidate = ask_gate(session, event_id_for(session.session_id, 1), "<b>bold</b>", "r")
+    assert "&lt;b&gt;bold&lt;/b&gt;" in answer_html(candidate)
