@@ -172,7 +172,15 @@ def test_campaign_plot_draws_both_bars_per_trial_and_counts_the_lost():
     trials = [trial(0, 5, 5), trial(1, 7, 6, lost=1)]
     ax = draw_campaign(Figure(), trials).axes[0]
     assert [round(bar.get_height()) for bar in ax.patches] == [5, 7, 5, 6]
+    assert [tuple(point) for point in ax.lines[0].get_xydata()] == [(1, 1)]  # a cross only where a loss was
     assert ax.get_title().endswith("= 1") and ax.get_legend() is not None
+    assert not any("no trial lost" in text.get_text() for text in ax.texts)
+
+
+def test_campaign_plot_says_so_when_nothing_was_lost():
+    ax = draw_campaign(Figure(), [trial(0, 5, 5), trial(1, 7, 8)]).axes[0]
+    assert len(ax.lines[0].get_xydata()) == 0
+    assert any("no trial lost" in text.get_text() for text in ax.texts)
 
 
 @needs_sigkill

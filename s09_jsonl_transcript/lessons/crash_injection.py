@@ -187,7 +187,8 @@ class CrashPanel:
         self.report = None
         self.slider = widgets.IntSlider(value=kill_after, min=KILL_POINTS.start, max=KILL_POINTS.stop - 1,
                                         description="kill after", continuous_update=False)
-        self.tear = widgets.Checkbox(value=True, description="first write half of the next record")
+        self.tear = widgets.Checkbox(value=True, description="tear the next record in half first",
+                                     style={"description_width": "initial"})
         self.crash_button = widgets.Button(description="Crash now", button_style="danger",
                                            icon="bolt").add_class(MAIN_CONTROL_CLASS)
         self.result = widgets.HTML("<p>Pick a kill point and press <b>Crash now</b>.</p>").add_class(RESULT_CLASS)
@@ -238,9 +239,13 @@ def draw_campaign(fig: Figure, trials: list[KillTrial]) -> Figure:
            color=_ROW_COLORS["acknowledged"], label="acknowledged before the kill")
     ax.bar([n + 0.2 for n in numbers], [trial.recovered for trial in trials], width=0.4,
            color=_ROW_COLORS["recovered"], label="recovered by a fresh reader")
-    ax.plot(numbers, [trial.lost for trial in trials], "x", markersize=8, color=OKABE_ITO["vermillion"],
-            label="acknowledged but lost")
+    losing = [trial for trial in trials if trial.lost]
+    ax.plot([trial.trial for trial in losing], [trial.lost for trial in losing], "x", markersize=10,
+            markeredgewidth=2, color=OKABE_ITO["vermillion"], label="acknowledged but lost")
     lost = sum(trial.lost for trial in trials)
+    if trials and not losing:
+        ax.text(1.02, 0.55, "no trial lost\nan acknowledged event", transform=ax.transAxes, va="top",
+                color=OKABE_ITO["green"], fontweight="bold")
     ax.set(title=f"{len(trials)} SIGKILLs: acknowledged events lost in total = {lost}",
            xlabel="trial (modes take turns: append, batch, repair)", ylabel="events (symmetric log scale)")
     ax.set_yscale("symlog", linthresh=1)  # a few events and a few hundred in one figure; 0 stays visible

@@ -200,9 +200,10 @@ def draw_growth(fig: Figure, growth: list[LineGrowth]) -> Figure:
                  edgecolor="black", linewidth=0.5)
     ax_bytes.set(title="Bytes in the file after each append", xlabel="append (sequence)", ylabel="file size (bytes)")
 
+    ax_lines.set_ylim(0, max(sequences, default=1) + 1)
     for ax in (ax_lines, ax_bytes):
         ax.set_xlim(0.3, max(sequences, default=1) + 0.7)
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_xticks(sequences)
         ax.yaxis.get_major_locator().set_params(integer=True)
         if not growth:
             ax.text(0.5, 0.5, "no events yet", transform=ax.transAxes, ha="center", color=OKABE_ITO["grey"])
