@@ -22,6 +22,7 @@ from .code import (
     TranscriptMemoryCandidate,
     TranscriptValidationError,
     event_id_for,
+    event_to_message,
     ticking_clock,
 )
 

@@ -244,6 +244,21 @@ def _check_name(kind: str, name) -> str:
     return name
 
 
+def event_to_message(event: dict) -> dict | None:
+    """The chat message for one event, or None for events that are metadata."""
+    event_type = event.get("type")
+    if event_type == TYPE_MESSAGE:
+        return {"role": event["role"], "content": event["content"]}
+    if event_type == TYPE_FUNCTION_CALL:
+        block = {"type": "tool_use", "id": event["callId"], "name": event["name"],
+                 "input": event.get("arguments", {})}
+        return {"role": "assistant", "content": [block]}
+    if event_type == TYPE_FUNCTION_CALL_RESULT:
+        block = {"type": "tool_result", "tool_use_id": event["callId"], "content": event.get("output", "")}
+        return {"role": "user", "content": [block]}
+    return None
+
+
 @dataclass
 class _Read:
     """What one read of the file found (internal)."""
@@ -517,22 +532,7 @@ class JSONLTranscript:
             read.last_line, read.last_line_unterminated = raw, not terminated
         return read
 
-    # -- messages -------------------------------------------------------------------
-
-    @staticmethod
-    def _event_to_message(event: dict) -> dict | None:
-        """The chat message for one event, or None for events that are metadata."""
-        event_type = event.get("type")
-        if event_type == TYPE_MESSAGE:
-            return {"role": event["role"], "content": event["content"]}
-        if event_type == TYPE_FUNCTION_CALL:
-            block = {"type": "tool_use", "id": event["callId"], "name": event["name"],
-                     "input": event.get("arguments", {})}
-            return {"role": "assistant", "content": [block]}
-        if event_type == TYPE_FUNCTION_CALL_RESULT:
-            block = {"type": "tool_result", "tool_use_id": event["callId"], "content": event.get("output", "")}
-            return {"role": "user", "content": [block]}
-        return None
+    _event_to_message = staticmethod(event_to_message)  # the name the lesson uses
 
     # -- 4. the memory gate --------------------------------------------------------------
 
@@ -690,7 +690,7 @@ def _fold(events: list, window: list, read: _Read) -> ReplayState:
     for event in window:
         if event["type"] == TYPE_FUNCTION_CALL_RESULT and event["callId"] not in calls_in_window:
             continue
-        message = JSONLTranscript._event_to_message(event)
+        message = event_to_message(event)
         if message is not None:
             messages.append(message)
     answered = {e["callId"] for e in events if e["type"] == TYPE_FUNCTION_CALL_RESULT}
@@ -783,51 +783,48 @@ def run_agent(transcript: JSONLTranscript, llm: MockLLM, on_append=None) -> list
     return written
 
 
-def agent_child(path: str) -> None:
+def agent_child(path: str, ticking: bool = False) -> None:
     """Body of the crash demo's child process. Reads commands on stdin:
 
     'go' appends the next event and prints its sequence once append has returned;
-    'tear' writes the first half of a record, as a write cut short by a crash
-    would, prints 'torn' and waits to be killed.
+    'tear' writes the first half of the next event's line, as a write cut short by
+    a crash would, prints 'torn' and waits to be killed.
     """
-    transcript, llm = JSONLTranscript(path), MockLLM()
+    transcript, llm = JSONLTranscript(path, clock=ticking_clock() if ticking else None), MockLLM()
     for command in sys.stdin:
+        event = llm.next_event()
         if command.strip() == "tear":
-            line = json.dumps(llm.next_event(), ensure_ascii=False).encode("utf-8")
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            line = json.dumps(event, ensure_ascii=False).encode("utf-8")
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             os.write(fd, line[: len(line) // 2])
             print("torn", flush=True)
             sys.stdin.readline()  # blocks until the parent kills us
-        event = llm.next_event()
-        if event is None:
-            return
         print(transcript.append(event)["sequence"], flush=True)
 
 
-def crash_agent_in_child(path, kill_after: int, tear: bool = True) -> list[int]:
+def crash_agent_in_child(path, kill_after: int, tear: bool = True, *, ticking: bool = False) -> list[int]:
     """Run the agent in a child process and kill it (SIGKILL) after kill_after acknowledged appends.
 
     Returns the sequences the child acknowledged. With tear, the child first
-    leaves half a record on disk, so the kill produces a real torn tail.
+    leaves half of the next record on disk, so the kill produces a real torn tail.
+    With ticking, the child's clock is ticking_clock() (reproducible recorded_at).
     """
+    last = len(BUG_FIX_SCRIPT) - (1 if tear else 0)  # a tear needs a next event to tear
+    if not isinstance(kill_after, int) or not 0 <= kill_after <= last:
+        raise ValueError(f"kill_after must be between 0 and {last}, not {kill_after!r}")
     package_parent = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
-    program = "import sys; from s09_jsonl_transcript.code import agent_child; agent_child(sys.argv[1])"
-    child = subprocess.Popen([sys.executable, "-c", program, str(path)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, env=env)
+    program = "import sys; from s09_jsonl_transcript.code import agent_child; agent_child(*sys.argv[1:2], sys.argv[2] == 'ticking')"
+    child = subprocess.Popen([sys.executable, "-c", program, str(path), "ticking" if ticking else "real"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     acknowledged = []
     try:
-        for _ in range(kill_after):
-            child.stdin.write("go\n")
+        for command in ["go"] * kill_after + (["tear"] if tear else []):
+            child.stdin.write(command + "\n")
             child.stdin.flush()
             reply = child.stdout.readline()
-            if not reply:
-                break
-            acknowledged.append(int(reply))
-        if tear:
-            child.stdin.write("tear\n")
-            child.stdin.flush()
-            child.stdout.readline()
+            if command == "go" and reply:
+                acknowledged.append(int(reply))
     finally:
         child.kill()  # SIGKILL on POSIX (no cleanup runs); TerminateProcess on Windows
         child.wait()
@@ -860,7 +857,7 @@ def demo(root, color: bool = False) -> bool:
 
     print(paint("\nPart 3: a fresh process rebuilds the runtime state from the file", "bold"))
     state = JSONLTranscript(crashed.path).recover()
-    expected = [m for m in map(JSONLTranscript._event_to_message, BUG_FIX_SCRIPT[: len(acknowledged)]) if m]
+    expected = [m for m in map(event_to_message, BUG_FIX_SCRIPT[: len(acknowledged)]) if m]
     ok = state["messages"] == expected
     print(f"  recovered {state['total_events']} events, {state['message_count']} messages, title {state['title']!r}")
     print(f"  torn tail ignored: {state['ignored_partial_tail']}; "

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript
+from s09_jsonl_transcript.code import JSONLTranscript, crash_agent_in_child
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs PO
 # reports the payload numbers it just made durable, one line per append.
 WRITER = r"""
 import sys
-from s09_jsonl_transcript.code import JSONLTranscript
+from s09_jsonl_transcript.code import JSONLTranscript, crash_agent_in_child
 transcript, number = JSONLTranscript(sys.argv[1]), int(sys.argv[2])
 print("ready", flush=True)
 while True:
@@ -91,3 +91,25 @@ def test_a_killed_writer_releases_its_lock(tmp_path):
     run_writer_and_kill(path, 0, random.Random(1))
     with JSONLTranscript(path) as successor:
         successor.append({"type": "message", "role": "user", "content": "after the crash"})
+
+
+@pytest.mark.parametrize("kill_after, tear", [(-1, True), (12, True), (13, False), ("3", False)])
+def test_crash_agent_in_child_refuses_kill_points_outside_the_script(tmp_path, kill_after, tear):
+    with pytest.raises(ValueError, match="kill_after"):
+        crash_agent_in_child(tmp_path / "s.jsonl", kill_after, tear)
+    assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_a_tear_before_any_append_leaves_only_a_torn_fragment(tmp_path):
+    path = tmp_path / "s.jsonl"
+    assert crash_agent_in_child(path, 0, tear=True) == []
+    assert path.read_bytes() and b"\n" not in path.read_bytes()
+    state = JSONLTranscript(path).recover()
+    assert state["total_events"] == 0 and state["ignored_partial_tail"] is True
+
+
+def test_a_ticking_child_writes_reproducible_timestamps(tmp_path):
+    first, second = tmp_path / "a" / "s.jsonl", tmp_path / "b" / "s.jsonl"
+    for path in (first, second):
+        assert crash_agent_in_child(path, 12, tear=False, ticking=True) == list(range(1, 13))
+    assert first.read_bytes() == second.read_bytes()

@@ -23,6 +23,7 @@ from ..code import (
     TYPE_REASONING,
     JSONLTranscript,
     MockLLM,
+    event_to_message,
     ticking_clock,
 )
 from .style import EVENT_COLORS, OKABE_ITO
@@ -216,7 +217,7 @@ def draw_growth(fig: Figure, growth: list[LineGrowth]) -> Figure:
 
 def message_label(event: dict) -> str:
     """Where replay puts one event: the chat message it becomes, or the piece of state it feeds."""
-    message = JSONLTranscript._event_to_message(event)
+    message = event_to_message(event)
     if message is None:
         return METADATA_DESTINATIONS.get(event["type"], "ignored by replay")
     if event["type"] == TYPE_MESSAGE:
@@ -230,7 +231,7 @@ def draw_message_mapping(fig: Figure, events: list[dict]) -> Figure:
     """Draw every event in one of two columns: becomes a chat message, or metadata only."""
     ax = fig.subplots()
     for event in events:
-        is_message = JSONLTranscript._event_to_message(event) is not None
+        is_message = event_to_message(event) is not None
         column = 0 if is_message else 1
         ax.barh(event["sequence"], 0.95, left=column, height=0.8, color=EVENT_COLORS[event["type"]],
                 edgecolor="black", linewidth=0.5)
