@@ -18,7 +18,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
-from ..code import BUG_FIX_SCRIPT, JSONLTranscript, crash_agent_in_child, ticking_clock
+from ..code import BUG_FIX_SCRIPT, JSONLTranscript, crash_agent_in_child, event_to_message, ticking_clock
 from .corruption import html_table
 from .style import EVENT_COLORS, OKABE_ITO
 
@@ -51,9 +51,9 @@ def window_entries(transcript: JSONLTranscript, max_items: int) -> list[WindowEn
     for position, event in enumerate(events):
         if position < inside_from:
             fate = OUTSIDE
-        elif JSONLTranscript._event_to_message(event) is None:
+        elif event_to_message(event) is None:
             fate = METADATA
-        elif JSONLTranscript._event_to_message(event) == next_message:
+        elif event_to_message(event) == next_message:
             fate, next_message = SENT, next(messages, None)
         else:  # a chat event that replay left out
             fate = ORPHAN
