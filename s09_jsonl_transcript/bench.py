@@ -265,6 +265,7 @@ def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
     batched = JSONLTranscript(folder / "batch-append.jsonl")
     single = JSONLTranscript(folder / "batch-single.jsonl")
     bare = BareLog(folder / "batch-bare.jsonl")
+    plain = BareLog(folder / "batch-dumps.jsonl")
     events = [synthetic_event(n, text_bytes) for n in range(batch_size)]
     written: list[bytes] = []
 
@@ -284,8 +285,8 @@ def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
     def dumps_loop() -> float:
         def encode_write_then_sync():
             for event in events:
-                bare.write(json.dumps(event).encode("utf-8") + b"\n")
-            bare.sync()
+                plain.write(json.dumps(event).encode("utf-8") + b"\n")
+            plain.sync()
         return timed(encode_write_then_sync) / batch_size
 
     def library_singles() -> float:
@@ -300,6 +301,7 @@ def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
         batched.close()
         single.close()
         bare.close()
+        plain.close()
 
 
 def replay_costs(paths: dict[str, Path], rounds: int, window: int) -> dict[str, list[float]]:

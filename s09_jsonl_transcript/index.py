@@ -125,7 +125,7 @@ def read_session(path, workspace: str) -> SessionDigest:
         events = transcript.read_events()
     except TranscriptCorruptionError as error:
         row = SessionRow(workspace, transcript.session_id, None, 0, 0, None, stat.st_size, stat.st_mtime_ns,
-                         problem=str(error))
+                         problem=f"line {error.line_number}: {error.reason}")
         return SessionDigest(row, [])
     titles = [event["title"] for event in events if event["type"] == TYPE_AI_TITLE]
     messages = [MessageText(event["sequence"], event["role"], text)

@@ -1,0 +1,200 @@
+"""The benchmark machinery at small sizes: synthetic transcripts, fair baselines, figures, the command."""
+
+import json
+import math
+import sqlite3
+
+import matplotlib
+
+matplotlib.use("Agg")  # a plain pytest module draws off screen
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from s09_jsonl_transcript import bench  # noqa: E402
+from s09_jsonl_transcript.code import (  # noqa: E402
+    RESERVED_ENVELOPE_FIELDS,
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    TYPE_MESSAGE,
+    TYPE_REASONING,
+    JSONLTranscript,
+)
+from s09_jsonl_transcript.lessons import production  # noqa: E402
+
+
+def payload(record):
+    return {key: value for key, value in record.items() if key not in RESERVED_ENVELOPE_FIELDS}
+
+
+# --------------------------------------------------------------------------- synthetic transcripts
+
+
+def test_synthetic_events_cycle_through_the_kinds_replay_folds():
+    kinds = [(e["type"], e.get("role")) for e in (bench.synthetic_event(n, 50) for n in range(5))]
+    assert kinds == [(TYPE_MESSAGE, "user"), (TYPE_REASONING, None), (TYPE_FUNCTION_CALL, None),
+                     (TYPE_FUNCTION_CALL_RESULT, None), (TYPE_MESSAGE, "assistant")]
+    call, result = bench.synthetic_event(7, 50), bench.synthetic_event(8, 50)
+    assert call["callId"] == result["callId"] != bench.synthetic_event(12, 50)["callId"]
+
+
+@pytest.mark.parametrize("text_bytes", [1, 900, bench.MAX_TEXT_BYTES])
+def test_a_synthetic_event_carries_the_text_length_asked_for(text_bytes):
+    for n in range(5):
+        event = bench.synthetic_event(n, text_bytes)
+        text = event.get("content") or event.get("output") or event["arguments"]["pattern"]
+        assert len(text) == text_bytes
+
+
+@pytest.mark.parametrize("text_bytes", [0, -5, bench.MAX_TEXT_BYTES + 1])
+def test_a_bad_text_length_is_refused(text_bytes):
+    with pytest.raises(ValueError, match="text_bytes"):
+        bench.synthetic_event(0, text_bytes)
+
+
+def test_a_bulk_written_transcript_passes_the_readers_validation(tmp_path):
+    path = tmp_path / "bulk.jsonl"
+    size = bench.write_bulk_transcript(path, 25, 120, chunk=7)  # chunks that do not divide the count
+    assert size == path.stat().st_size
+    events = JSONLTranscript(path).read_events()
+    assert [event["sequence"] for event in events] == list(range(1, 26))
+    assert [payload(event) for event in events] == [bench.synthetic_event(n, 120) for n in range(25)]
+    assert JSONLTranscript(path).replay_state(10).total_events == 25
+    with JSONLTranscript(path) as writer:  # a later writer carries on where the bulk writer stopped
+        assert writer.append({"type": TYPE_MESSAGE, "role": "user", "content": "next"})["sequence"] == 26
+
+
+def test_the_bulk_writer_never_touches_an_existing_file(tmp_path):
+    path = tmp_path / "bulk.jsonl"
+    path.write_bytes(b"precious\n")
+    with pytest.raises(FileExistsError):
+        bench.write_bulk_transcript(path, 3, 10)
+    assert path.read_bytes() == b"precious\n"
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def test_interleaved_alternates_the_measurements_and_keeps_every_sample():
+    calls = []
+
+    def measure(name, seconds):
+        def run():
+            calls.append(name)
+            return seconds
+        return run
+
+    samples = bench.interleaved({"a": measure("a", 1.0), "b": measure("b", 2.0)}, 3)
+    assert calls == ["a", "b", "a", "b", "a", "b"]
+    assert samples == {"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0]}
+    with pytest.raises(ValueError):
+        bench.interleaved({"a": measure("a", 1.0)}, 0)
+
+
+def test_paired_ratio_is_the_median_of_ratios_within_rounds():
+    samples = {"a": [1.0, 4.0, 9.0], "b": [2.0, 2.0, 3.0]}  # ratios 0.5, 2, 3
+    assert bench.paired_ratio(samples, "a", "b") == 2.0
+    assert bench.medians(samples) == {"a": 4.0, "b": 2.0}
+
+
+def test_the_bare_baseline_and_sqlite_write_the_very_bytes_append_wrote(tmp_path):
+    samples = bench.single_write_costs(tmp_path, rounds=2, per_round=4, text_bytes=80, sqlite_modes=("FULL", "NORMAL"))
+    assert set(samples) == {"append", "bare", "write_only", "sqlite_FULL", "sqlite_NORMAL"}
+    assert all(len(values) == 2 and all(value > 0 for value in values) for values in samples.values())
+    appended = (tmp_path / "single-append.jsonl").read_bytes()
+    after_warm_up = appended.split(b"\n", 4)[4]  # the first 4 lines were the warm-up round
+    assert (tmp_path / "single-bare.jsonl").read_bytes() == after_warm_up
+    assert (tmp_path / "single-unsynced.jsonl").read_bytes() == after_warm_up
+    for mode in ("FULL", "NORMAL"):
+        with sqlite3.connect(tmp_path / f"single-{mode}.sqlite3") as connection:
+            records = [row[0] for row in connection.execute("SELECT record FROM events ORDER BY sequence")]
+        assert "".join(records).encode() == after_warm_up
+
+
+def test_the_batch_baseline_writes_the_batches_bytes_with_one_fsync(tmp_path):
+    samples = bench.batch_costs(tmp_path, rounds=2, batch_size=10, singles_per_round=3, text_bytes=50)
+    assert set(samples) == {"append_batch", "bare", "dumps_loop", "append"}
+    batched = (tmp_path / "batch-append.jsonl").read_bytes().split(b"\n")[:-1]
+    bare = (tmp_path / "batch-bare.jsonl").read_bytes().split(b"\n")[:-1]
+    plain = (tmp_path / "batch-dumps.jsonl").read_bytes().split(b"\n")[:-1]
+    assert len(batched) == 30  # the warm-up batch, then one batch per round
+    assert bare == batched[10:]
+    assert [json.loads(line) for line in plain] == [bench.synthetic_event(n, 50) for n in range(10)] * 2
+
+
+def test_replay_costs_and_memory_probe_read_real_transcripts(tmp_path):
+    big, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
+    bench.write_bulk_transcript(big, 600, 100)
+    bench.write_bulk_transcript(small, 60, 100)
+    samples = bench.replay_costs({"big": big, "small": small}, rounds=2, window=50)
+    assert set(samples) == {"big", "small"} and all(len(v) == 2 for v in samples.values())
+    memory = bench.replay_peak_memory(big, 50)
+    assert memory["messages"] == len(JSONLTranscript(big).replay(50))
+    assert memory["peak_bytes"] >= memory["baseline_bytes"] > 0
+
+
+def test_open_and_append_grows_the_big_file_and_restarts_the_empty_one(tmp_path):
+    big = tmp_path / "big.jsonl"
+    bench.write_bulk_transcript(big, 40, 30)
+    bench.open_and_append_costs(big, tmp_path / "empty.jsonl", rounds=3, text_bytes=30)
+    assert JSONLTranscript(big).count_lines() == 43
+    assert [e["sequence"] for e in JSONLTranscript(tmp_path / "empty.jsonl").read_events()] == [1]
+
+
+# --------------------------------------------------------------------------- figures and the command
+
+
+@pytest.mark.parametrize("value, bound, at_most, met", [
+    (0.9, 0.85, False, True), (0.8, 0.85, False, False), (1.2, 1.5, True, True), (1.6, 1.5, True, False),
+])
+def test_a_target_is_met_on_the_right_side_of_its_bound(value, bound, at_most, met):
+    target = bench.Target("x", value, bound, at_most)
+    assert target.met is met
+    assert ("met" if met else "MISSED") in str(target)
+
+
+def test_a_context_line_has_no_target():
+    assert bench.Target("x", 0.1).met and "no target" in str(bench.Target("x", 0.1))
+
+
+def test_the_quick_command_prints_seven_figures_and_writes_the_raw_numbers(tmp_path, capsys):
+    work = tmp_path / "work"
+    work.mkdir()
+    json_path = tmp_path / "out" / "bench.json"
+    assert bench.main(["--quick", "--dir", str(work), "--json", str(json_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    numbered = [line.split(".")[0] for line in lines if line[:1].isdigit() and line[1:2] == "."]
+    assert numbered == [str(number) for number in range(1, 8)]
+    assert any(line.endswith("targets met") for line in lines)
+    report = json.loads(json_path.read_text())
+    assert [figure["number"] for figure in report["figures"]] == list(range(1, 8))
+    assert report["quick"] is True and report["machine"]["cpus"]
+    for figure in report["figures"]:
+        assert all(math.isfinite(target["value"]) for target in figure["targets"])
+    assert list(work.iterdir()) == []  # the temporary transcripts are gone
+
+
+def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(bench, "disk_needed", lambda sizes: 10**18)
+    assert bench.main(["--quick", "--dir", str(tmp_path), "--json", str(tmp_path / "b.json")]) == 2
+    assert "needs about" in capsys.readouterr().err
+    assert not (tmp_path / "b.json").exists()
+
+
+# --------------------------------------------------------------------------- notebook 7's plots
+
+
+def test_the_plots_draw_measured_values_with_titles_labels_and_legends(tmp_path):
+    measured = production.measure_for_plots(tmp_path, rounds=1, per_round=2, batch_sizes=(1, 4),
+                                            batch_events=4, read_sizes=(100, 300), text_bytes=50)
+    assert set(measured["reads"]) == {100, 300} and set(measured["batching"]) == {1, 4}
+    drawings = [(production.draw_fsync_cost, measured["single"]), (production.draw_batching, measured["batching"]),
+                (production.draw_reads, measured["reads"]), (production.draw_jsonl_vs_sqlite, measured["single"])]
+    for draw, data in drawings:
+        figure, axes = plt.subplots()
+        try:
+            draw(axes, data)
+            assert axes.get_title() and axes.get_ylabel() and axes.get_legend() is not None
+            assert axes.has_data()
+        finally:
+            plt.close(figure)

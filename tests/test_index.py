@@ -1,0 +1,259 @@
+"""The SQLite read model: sync, listing, search, renamed titles, rebuilds and the JSONL fallback."""
+
+import os
+import sqlite3
+
+import pytest
+
+from s09_jsonl_transcript import damage
+from s09_jsonl_transcript.code import TYPE_AI_TITLE, JSONLTranscript
+from s09_jsonl_transcript.index import (
+    INDEX_SCHEMA_VERSION,
+    SOURCE_INDEX,
+    SOURCE_SCAN,
+    IndexLockedError,
+    TranscriptIndex,
+    main,
+    message_text,
+)
+from s09_jsonl_transcript.lessons.production import build_sample_root
+
+
+@pytest.fixture
+def root(tmp_path):
+    """Three sessions in two workspaces (see build_sample_root)."""
+    build_sample_root(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def index(root):
+    """An index over root, synced once."""
+    index = TranscriptIndex(root)
+    index.sync()
+    return index
+
+
+def transcript_paths(root):
+    return sorted((root / "projects").glob("*/*.jsonl"))
+
+
+def expected_messages(root):
+    """(workspace, session, sequence, text) of every message, read straight from the JSONL."""
+    found = []
+    for path in transcript_paths(root):
+        for event in JSONLTranscript(path).read_events():
+            text = message_text(event)
+            if text is not None:
+                found.append((path.parent.name, path.stem, event["sequence"], text))
+    return found
+
+
+def hit_keys(answer):
+    return [(hit.workspace, hit.session_id, hit.sequence) for hit in answer.rows]
+
+
+# --------------------------------------------------------------------------- sync
+
+
+def test_sync_lists_every_transcript_with_what_its_jsonl_says(root, index):
+    answer = index.sessions()
+    assert answer.source == SOURCE_INDEX and answer.fallback_reason is None
+    assert [(row.workspace, row.session_id) for row in answer.rows] == [(p.parent.name, p.stem) for p in transcript_paths(root)]
+    for row, path in zip(answer.rows, transcript_paths(root)):
+        events = JSONLTranscript(path).read_events()
+        titles = [e["title"] for e in events if e["type"] == TYPE_AI_TITLE]
+        assert row.event_count == len(events) and row.last_sequence == events[-1]["sequence"]
+        assert row.updated_at == events[-1]["recorded_at"]
+        assert row.title == (titles[-1] if titles else None)
+        assert (row.size, row.mtime_ns) == (path.stat().st_size, path.stat().st_mtime_ns)
+        assert row.problem is None
+
+
+def test_a_second_sync_skips_unchanged_transcripts(root, index):
+    report = index.sync()
+    assert report.added == report.updated == report.removed == []
+    assert len(report.unchanged) == len(transcript_paths(root))
+
+
+def test_sync_rereads_only_a_changed_transcript(root, index):
+    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+        chat.append({"type": "message", "role": "user", "content": "One more question about fsync"})
+    report = index.sync()
+    assert report.updated == [("notes", "chat")] and len(report.unchanged) == 2
+    row = next(row for row in index.sessions().rows if row.session_id == "chat")
+    assert row.event_count == 3
+    assert hit_keys(index.search("about fsync")) == [("notes", "chat", 3)]
+
+
+def test_sync_notices_new_and_removed_transcripts(root, index):
+    with JSONLTranscript.for_session(root, "notes", "new") as new:
+        new.append({"type": "message", "role": "user", "content": "hello"})
+    (root / "projects" / "calc" / "bug-fix.jsonl").unlink()
+    report = index.sync()
+    assert report.added == [("notes", "new")] and report.removed == [("calc", "bug-fix")]
+    assert [row.session_id for row in index.sessions().rows] == ["with-turns", "chat", "new"]
+    assert not [hit for hit in index.search("a + b").rows if hit.session_id == "bug-fix"]
+
+
+def test_a_damaged_transcript_is_listed_with_its_problem_and_serves_no_text(root, index):
+    damage.insert_line(root / "projects" / "calc" / "bug-fix.jsonl", 3)
+    report = index.sync()
+    assert report.damaged == [("calc", "bug-fix")]
+    row = next(row for row in index.sessions().rows if row.session_id == "bug-fix")
+    assert "line 3" in row.problem and row.event_count == 0
+    assert {hit.session_id for hit in index.search("a + b").rows} == {"with-turns"}
+
+
+# --------------------------------------------------------------------------- search
+
+
+@pytest.mark.parametrize("needle", ["a + b", "APPEND-ONLY", "ranscri", "fix", "Fix", "+", "(2, 3)", '"'])
+def test_search_finds_exactly_the_messages_containing_the_text_in_any_case(root, index, needle):
+    expected = [(w, s, n) for w, s, n, text in expected_messages(root) if needle.lower() in text.lower()]
+    assert hit_keys(index.search(needle)) == expected
+
+
+def test_a_case_sensitive_search_confirms_the_exact_text(root, index):
+    expected = [(w, s, n) for w, s, n, text in expected_messages(root) if "JSONL" in text]
+    assert expected  # the sample has some
+    assert hit_keys(index.search("JSONL", case_sensitive=True)) == expected
+    assert hit_keys(index.search("jsonl", case_sensitive=True)) == []
+    assert hit_keys(index.search("jsonl")) == expected
+
+
+def test_search_matches_message_text_only(index):
+    assert index.search("calc.py").rows  # a user message mentions it
+    assert not index.search("wrote 33 bytes").rows  # only a tool result says this
+
+
+def test_blank_search_text_is_refused(index):
+    with pytest.raises(ValueError):
+        index.search("  ")
+
+
+# --------------------------------------------------------------------------- titles and rebuilds
+
+
+def test_a_renamed_title_is_listed_and_survives_a_resync_of_its_session(root, index):
+    index.rename("notes", "chat", "  My question  ")
+    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+        chat.append({"type": "message", "role": "user", "content": "and another"})
+    index.sync()
+    titles = {row.session_id: row.title for row in index.sessions().rows}
+    assert titles["chat"] == "My question"
+
+
+def test_deleting_the_database_and_syncing_again_gives_the_same_rows(root, index):
+    sessions, hits = index.sessions(), index.search("the")
+    index.db_path.unlink()
+    report = index.sync()
+    assert len(report.added) == len(transcript_paths(root))
+    assert index.sessions() == sessions and index.search("the") == hits
+
+
+def test_only_the_renamed_title_is_lost_with_the_database(index):
+    index.rename("calc", "bug-fix", "Mine")
+    renamed = index.sessions().rows
+    index.db_path.unlink()
+    index.sync()
+    rebuilt = index.sessions().rows
+    assert [row.title for row in rebuilt if row.session_id == "bug-fix"] == ["Fix add() in calc.py"]
+    assert [r for r in rebuilt if r.session_id != "bug-fix"] == [r for r in renamed if r.session_id != "bug-fix"]
+
+
+def test_a_schema_version_mismatch_falls_back_then_sync_drops_and_rebuilds(index):
+    expected = index.sessions().rows
+    with sqlite3.connect(index.db_path) as connection:
+        connection.execute(f"PRAGMA user_version = {INDEX_SCHEMA_VERSION + 1}")
+    answer = index.sessions()
+    assert answer.source == SOURCE_SCAN and "schema version" in answer.fallback_reason
+    assert answer.rows == expected
+    report = index.sync()
+    assert "schema version" in report.rebuilt_because and len(report.added) == len(expected)
+    assert index.sessions().source == SOURCE_INDEX
+
+
+def test_rename_refuses_a_blank_title(index):
+    with pytest.raises(ValueError):
+        index.rename("calc", "bug-fix", " ")
+
+
+# --------------------------------------------------------------------------- the fallback
+
+
+def test_a_missing_database_falls_back_to_the_same_answers(root):
+    index = TranscriptIndex(root)
+    scanned_sessions, scanned_hits = index.sessions(), index.search("a + b")
+    assert scanned_sessions.source == scanned_hits.source == SOURCE_SCAN
+    assert "no index database" in scanned_sessions.fallback_reason
+    assert not index.db_path.exists()  # reading never creates the database
+    index.sync()
+    assert index.sessions().rows == scanned_sessions.rows
+    assert index.search("a + b").rows == scanned_hits.rows
+
+
+def test_a_locked_database_falls_back_and_sync_says_locked(index):
+    expected_sessions, expected_hits = index.sessions().rows, index.search("fix").rows
+    holder = sqlite3.connect(index.db_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")  # another process in the middle of writing
+        sessions, hits = index.sessions(), index.search("fix")
+        assert sessions.source == hits.source == SOURCE_SCAN and "locked" in sessions.fallback_reason
+        assert sessions.rows == expected_sessions and hits.rows == expected_hits
+        with pytest.raises(IndexLockedError):
+            index.sync()
+    finally:
+        holder.close()
+    assert index.sessions().source == SOURCE_INDEX and index.db_path.exists()
+
+
+def test_a_corrupt_database_falls_back_and_sync_rebuilds_it(index):
+    expected = index.sessions().rows
+    index.db_path.write_bytes(os.urandom(64) + b"not a database" * 200)
+    answer = index.sessions()
+    assert answer.source == SOURCE_SCAN and answer.rows == expected
+    assert index.search("a + b").source == SOURCE_SCAN
+    report = index.sync()
+    assert report.rebuilt_because
+    assert index.sessions().source == SOURCE_INDEX and index.sessions().rows == expected
+
+
+def test_a_database_with_a_damaged_page_still_never_hides_a_session(index):
+    expected = index.sessions().rows
+    data = bytearray(index.db_path.read_bytes())
+    data[100:len(data)] = bytes(len(data) - 100)  # keep the header, zero every page after it
+    index.db_path.write_bytes(bytes(data))
+    assert index.sessions().rows == expected  # from the index if it still answers, else from the JSONL
+    index.sync()
+    assert index.sessions().rows == expected
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_the_command_line_syncs_lists_searches_and_renames(root, capsys):
+    assert main(["--root", str(root), "sync"]) == 0
+    assert "3 added" in capsys.readouterr().out
+    assert main(["--root", str(root), "rename", "notes", "chat", "Why append-only?"]) == 0
+    assert main(["--root", str(root), "sessions"]) == 0
+    listing = capsys.readouterr().out
+    assert "notes/chat  Why append-only?" in listing and "calc/bug-fix  Fix add() in calc.py" in listing
+    assert main(["--root", str(root), "search", "a + b"]) == 0
+    found = capsys.readouterr().out.splitlines()
+    assert [line.split(" ")[:2] for line in found] == [
+        [f"{workspace}/{session}", f"#{sequence}"]
+        for workspace, session, sequence, text in expected_messages(root) if "a + b" in text]
+
+
+def test_the_command_line_reports_a_locked_index_with_status_1(root, capsys):
+    assert main(["--root", str(root), "sync"]) == 0
+    holder = sqlite3.connect(root / "index.sqlite3", isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        assert main(["--root", str(root), "sync"]) == 1
+        assert "locked" in capsys.readouterr().err
+        assert main(["--root", str(root), "sessions"]) == 0
+        assert "scanned the JSONL" in capsys.readouterr().out
+    finally:
+        holder.close()
