@@ -14,7 +14,7 @@ RESULT = ".s09-result"  # the widget that shows what the main control did
 OPEN_SECONDS = 90  # load JupyterLab, start the kernel
 RUN_ALL_SECONDS = 150  # every notebook is meant to run in under 20 s; the machine may be shared
 SETTLE_SECONDS = 30  # widgets and images finish rendering after the kernel is idle
-CLICK_SECONDS = 60  # a click may start and kill a child process
+CLICK_SECONDS = 30  # a click may start and kill a child process
 MAX_SCREENSHOT_HEIGHT = 16000
 
 # True once the notebook is open and its kernel has started and is idle.
@@ -43,6 +43,12 @@ _SETTLED = """() => {
         .some((node) => node.textContent.includes('Loading widget...'));
     const images = [...panel.node.querySelectorAll('img')].every((image) => image.complete);
     return !loading && images;
+}"""
+
+# Fold the side panels away once JupyterLab has restored its layout (not awaited: it cannot hang).
+_HIDE_SIDEBARS_WHEN_RESTORED = """() => {
+    const app = window.jupyterapp;
+    app.restored.then(() => { app.shell.collapseLeft(); app.shell.collapseRight(); });
 }"""
 
 # A JupyterLab dialog (kernel picker, error box) blocks everything: report its text.
@@ -110,9 +116,11 @@ _OUTPUT_PROBLEMS = r"""(widgetClassNames) => {
 }"""
 
 # Scroll the notebook back to its first cell; return the window height at which nothing scrolls.
+# (Also called after a failure, when there may be no notebook on the page to scroll.)
 _SCROLL_TO_TOP = """() => {
-    const panel = window.jupyterapp.shell.currentWidget;
-    const scroller = panel.node.querySelector('.jp-WindowedPanel-outer') || panel.content.node;
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const scroller = panel && panel.node.querySelector('.jp-WindowedPanel-outer');
+    if (!scroller) return window.innerHeight;
     scroller.scrollTop = 0;
     return window.innerHeight + scroller.scrollHeight - scroller.clientHeight;
 }"""
@@ -151,8 +159,7 @@ def open_notebook(page, url: str) -> None:
     """Open the notebook at url, give it the whole window, and wait for its kernel to be idle."""
     page.goto(url, wait_until="domcontentloaded", timeout=OPEN_SECONDS * 1000)
     _wait(page, "() => Boolean(window.jupyterapp)", OPEN_SECONDS, "JupyterLab loading")
-    page.evaluate("() => window.jupyterapp.restored.then(() => { window.jupyterapp.shell.collapseLeft(); "
-                  "window.jupyterapp.shell.collapseRight(); })")
+    page.evaluate(_HIDE_SIDEBARS_WHEN_RESTORED)
     _wait(page, _KERNEL_IDLE, OPEN_SECONDS, "the kernel starting")
 
 

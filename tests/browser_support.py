@@ -1,4 +1,4 @@
-"""Machinery for the browser test: a throwaway JupyterLab, Debian's Chromium, and what a page shows.
+"""Machinery for the browser test: a throwaway JupyterLab serving a copy of the repository, and Chromium.
 
 Nothing here downloads a browser: Chromium is the one on PATH (Debian package `chromium`),
 driven by the Python `playwright` package through `executable_path`.
@@ -145,17 +145,36 @@ def _lab_command(root: Path) -> list[str]:
     return command
 
 
-def _read_server_info(runtime_dir: Path, process: subprocess.Popen, log_path: Path) -> dict:
-    """Wait for the server's jpserver-<pid>.json (written once it listens) and return its content."""
-    info_file = runtime_dir / f"jpserver-{process.pid}.json"
+def _server_url(runtime_dir: Path, process: subprocess.Popen) -> str | None:
+    """The URL in the server's jpserver-<pid>.json once that file is complete, else None."""
+    try:
+        return json.loads((runtime_dir / f"jpserver-{process.pid}.json").read_text(encoding="utf-8"))["url"]
+    except (OSError, ValueError, KeyError):  # not written yet, or caught half-written
+        return None
+
+
+def _answers(url: str) -> bool:
+    """Whether the server at url answers its status API."""
+    try:
+        with urllib.request.urlopen(f"{url}api/status", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _wait_until_serving(runtime_dir: Path, process: subprocess.Popen, log_path: Path) -> str:
+    """Wait until the server has written its URL and answers there; return the URL (ending with /)."""
     deadline = time.monotonic() + SERVER_START_SECONDS
-    while not info_file.exists():
+    while True:
+        url = _server_url(runtime_dir, process)
+        if url is not None:
+            url = url.rstrip("/") + "/"
+            if _answers(url):
+                return url
         if process.poll() is not None or time.monotonic() > deadline:
             log_tail = log_path.read_text(encoding="utf-8", errors="replace")[-3000:]
             raise RuntimeError(f"JupyterLab did not start (exit code {process.poll()}); log tail:\n{log_tail}")
         time.sleep(0.2)
-    time.sleep(0.2)  # the file is written in one go, but give the writer time to close it
-    return json.loads(info_file.read_text(encoding="utf-8"))
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -181,8 +200,8 @@ def running_jupyterlab(root: Path, state_dir: Path, log_path: Path):
         process = subprocess.Popen(_lab_command(root), cwd=root, env=env, stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        info = _read_server_info(Path(env["JUPYTER_RUNTIME_DIR"]), process, log_path)
-        yield LabServer(url=info["url"].rstrip("/") + "/", root=root, process=process, log_path=log_path)
+        url = _wait_until_serving(Path(env["JUPYTER_RUNTIME_DIR"]), process, log_path)
+        yield LabServer(url=url, root=root, process=process, log_path=log_path)
     finally:
         _stop(process)
 
