@@ -1,11 +1,27 @@
 """The crash lab: campaigns that test the promise "crash? just read the file".
 
-  1. kills       SIGKILL real writer processes at random moments (kill_campaign)
+  1. kills        SIGKILL real writer processes at random moments      kill_campaign
+  2. power loss   rebuild every disk state a power cut may leave       power_loss_campaign
+  3./4. damage    every truncation, bit flip and line edit, chain off and on   damage_campaign
+  5. races        eight writers on one session, and on eight           race_campaign
+  6. hostile input: the hypothesis tests in tests/test_fuzz_reader.py
+  and the chain's cost per append                                      measure_integrity_cost
 
-Run them from the command line:  python -m s09_jsonl_transcript.crashlab --help
+Each campaign is also a command:  python -m s09_jsonl_transcript.crashlab --help
+Plots and widgets for notebook 6 are in crashlab.plots and crashlab.widgets (they import
+matplotlib and ipywidgets, so they are not imported here).
 """
 
+from .cost import IntegrityCost, measure_integrity_cost
+from .damage_maps import DamageReport, damage_campaign, damage_rows
 from .kills import KillTrial, kill_campaign, kill_summary
+from .powerloss import PowerLossReport, crash_states, power_loss_campaign, record_workload
+from .races import RaceResult, race_campaign
 from .workload import Tally, tally, workload_event
 
-__all__ = ["KillTrial", "Tally", "kill_campaign", "kill_summary", "tally", "workload_event"]
+__all__ = [
+    "DamageReport", "IntegrityCost", "KillTrial", "PowerLossReport", "RaceResult", "Tally",
+    "crash_states", "damage_campaign", "damage_rows", "kill_campaign", "kill_summary",
+    "measure_integrity_cost", "power_loss_campaign", "race_campaign", "record_workload",
+    "tally", "workload_event",
+]

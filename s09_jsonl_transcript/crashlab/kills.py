@@ -67,7 +67,7 @@ def _plans(trials: int, seed: int, max_delay: float, modes) -> list[_Plan]:
     ]
 
 
-def _child_environment() -> dict:
+def child_environment() -> dict:
     """The environment for a victim: this package importable even when it is not installed."""
     package_parent = str(Path(__file__).resolve().parents[2])
     paths = [package_parent] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
@@ -79,7 +79,7 @@ def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None]:
     command = [sys.executable, "-m", "s09_jsonl_transcript.crashlab.victim",
                str(path), plan.mode, str(plan.seed), "1" if plan.integrity else "0"]
     victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, env=_child_environment())
+                              stdin=subprocess.DEVNULL, env=child_environment())
     try:
         ready = victim.stdout.readline()
         if ready.strip() == b"ready":

@@ -1,0 +1,189 @@
+"""Campaigns 3 and 4: damage a small transcript in every way one fault can, with the hash chain off and on.
+
+Built on damage.py: every truncation point, every single-bit flip (one mask per map),
+and every complete-line edit (insert, delete, duplicate, swap with the next, rewrite).
+With the chain off, many flips pass validation with different content; with it on, none
+may. One edit no per-record check can see is deleting the last line: the file then looks
+exactly like one whose last append never happened.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..code import JSONLTranscript, MockLLM, run_agent, ticking_clock
+from ..damage import (
+    CLEAN,
+    CORRUPT,
+    SILENT,
+    _edit_lines,
+    delete_line,
+    duplicate_line,
+    flip_byte,
+    flip_map,
+    insert_line,
+    truncation_map,
+    verdict,
+)
+
+SHORTER = "shorter prefix (looks like an append that never happened)"
+LINE_EDITS = ("insert", "delete", "duplicate", "swap", "rewrite")
+ALL_BIT_MASKS = tuple(1 << bit for bit in range(8))
+
+
+def write_sample(path, *, sessions: int = 2, integrity: bool = False) -> Path:
+    """Write MockLLM's bug-fix session `sessions` times (12 events each) to a new file at path."""
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path} exists: the sample is always written to a new file")
+    with JSONLTranscript(path, integrity=integrity, clock=ticking_clock()) as transcript:
+        for _ in range(sessions):
+            run_agent(transcript, MockLLM())
+    return path
+
+
+def swap_lines(path, line_number: int) -> None:
+    """Exchange complete line `line_number` (1-based) with the line after it."""
+    def swap(lines):
+        index = line_number - 1
+        lines[index], lines[index + 1] = lines[index + 1], lines[index]
+
+    _edit_lines(path, swap)
+
+
+def rewrite_line(path, line_number: int) -> None:
+    """Change one field of record `line_number` and write it back as valid JSON, chain untouched.
+
+    This is an edit a person or a buggy tool could make: the line still parses and keeps
+    its sequence; only a checksum can tell.
+    """
+    def rewrite(lines):
+        record = json.loads(lines[line_number - 1])
+        record["recorded_at"] = "1999-12-31T23:59:59+00:00"
+        lines[line_number - 1] = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    _edit_lines(path, rewrite)
+
+
+def _edit(kind: str) -> Callable:
+    """The damage.py (or local) tool for one kind of line edit, as edit(path, line_number, lines)."""
+    return {
+        "insert": lambda path, number, lines: insert_line(path, number, b'{"type":"message"}'),
+        "delete": lambda path, number, lines: delete_line(path, number),
+        "duplicate": lambda path, number, lines: duplicate_line(path, number),
+        "swap": lambda path, number, lines: swap_lines(path, number) if number < lines else None,
+        "rewrite": lambda path, number, lines: rewrite_line(path, number),
+    }[kind]
+
+
+@dataclass
+class DamageReport:
+    """Verdict counts for every damage of one sample file."""
+
+    integrity: bool
+    size: int  # bytes in the undamaged file
+    records: int
+    truncations: Counter = field(default_factory=Counter)
+    flips: dict = field(default_factory=dict)  # mask -> Counter of verdict kinds
+    line_edits: dict = field(default_factory=dict)  # edit -> Counter of outcomes
+
+    @property
+    def silent_flips(self) -> int:
+        """Flips the reader accepted with different content, over every mask tried."""
+        return sum(counts[SILENT] for counts in self.flips.values())
+
+    @property
+    def flips_tried(self) -> int:
+        """How many single-bit flips were tried, over every mask."""
+        return sum(sum(counts.values()) for counts in self.flips.values())
+
+    @property
+    def silent_line_edits(self) -> int:
+        """Line edits accepted with different content (never the last line's deletion, which is SHORTER)."""
+        return sum(counts[SILENT] for counts in self.line_edits.values())
+
+
+def _line_edit_outcome(path: Path, original: bytes, reference: list, kind: str, number: int,
+                       integrity: bool) -> str:
+    path.write_bytes(original)
+    _edit(kind)(path, number, len(reference))
+    found = verdict(path, reference, integrity=integrity)
+    if found.kind == CLEAN and found.events < len(reference):
+        return SHORTER
+    return found.kind
+
+
+def damage_campaign(*, integrity: bool, sessions: int = 2, masks=(0x01,),
+                    progress: Callable[[int, int], None] | None = None) -> DamageReport:
+    """Damage a sample of `sessions` bug-fix sessions in every way listed in the module doc.
+
+    progress(done, total) is called after each map (truncations, each mask, line edits).
+    """
+    if not masks or any(not 0 < mask < 256 for mask in masks):
+        raise ValueError(f"masks must be byte values 1..255, not {masks!r}")
+    steps, done = 2 + len(masks), 0
+
+    def step():
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, steps)
+
+    with tempfile.TemporaryDirectory(prefix="s09-damage-") as folder:
+        path = write_sample(Path(folder) / "sample.jsonl", sessions=sessions, integrity=integrity)
+        original = path.read_bytes()
+        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        report = DamageReport(integrity, len(original), len(reference))
+        report.truncations = Counter(found.kind for found in truncation_map(path, integrity=integrity))
+        step()
+        for mask in masks:
+            report.flips[mask] = Counter(found.kind for found in flip_map(path, mask, integrity=integrity))
+            step()
+        edited = Path(folder) / "edited" / path.name  # same name: the session id is the file's stem
+        edited.parent.mkdir()
+        for kind in LINE_EDITS:
+            numbers = range(1, len(reference) + (0 if kind == "swap" else 1))
+            report.line_edits[kind] = Counter(
+                _line_edit_outcome(edited, original, reference, kind, number, integrity) for number in numbers
+            )
+        step()
+    return report
+
+
+def damage_rows(reports: list[DamageReport]) -> list[dict]:
+    """One summary row per report, for a table."""
+    return [{
+        "integrity": "on" if report.integrity else "off",
+        "bytes": report.size,
+        "records": report.records,
+        "flips": report.flips_tried,
+        "flips caught": sum(counts[CORRUPT] for counts in report.flips.values()),
+        "flips silent": report.silent_flips,
+        "line edits": sum(sum(counts.values()) for counts in report.line_edits.values()),
+        "edits silent": report.silent_line_edits,
+        "last line deleted": report.line_edits["delete"][SHORTER],
+    } for report in reports]
+
+
+def verdict_strips(*, integrity: bool, sessions: int = 1, mask: int = 0x01) -> dict:
+    """Per-offset verdict kinds for one sample: {"truncate": [...], "flip": [...]}, for a plot."""
+    with tempfile.TemporaryDirectory(prefix="s09-strips-") as folder:
+        path = write_sample(Path(folder) / "sample.jsonl", sessions=sessions, integrity=integrity)
+        return {
+            "truncate": [found.kind for found in truncation_map(path, integrity=integrity)],
+            "flip": [found.kind for found in flip_map(path, mask, integrity=integrity)],
+        }
+
+
+def flipped_example(*, integrity: bool, offset: int, mask: int = 0x01) -> str:
+    """The reader's verdict, in words, for one flipped bit of the one-session sample."""
+    with tempfile.TemporaryDirectory(prefix="s09-flip-") as folder:
+        path = write_sample(Path(folder) / "sample.jsonl", sessions=1, integrity=integrity)
+        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        flip_byte(path, offset, mask)
+        return str(verdict(path, reference, integrity=integrity))

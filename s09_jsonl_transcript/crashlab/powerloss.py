@@ -1,0 +1,409 @@
+"""Campaign 2: simulated power loss, the way crash-consistency tools test file systems.
+
+A process kill cannot lose what the kernel already holds; a power cut can lose everything
+that was not fsynced. So we record every call by which a transcript changes the disk
+(through its file_io seam), then rebuild what the disk might hold if power failed after
+any one of those calls:
+
+  * everything after the last fsync dropped;
+  * any subset of the unsynced writes and truncates kept (in order), the last kept write
+    torn at every byte boundary, the rest of its room left out, filled with zeros, or
+    filled with garbage (the file's size reached the disk but its data did not);
+  * a newly created file lost, when its directory was not yet fsynced.
+
+Each crash state is written to a real file and checked: every acknowledged event is
+there, the reader returns an exact prefix of what was written or raises only
+TranscriptCorruptionError after the acknowledged records, and a fresh writer either
+continues the file cleanly or refuses (fails closed). States whose recovery must repair
+a torn tail are then crashed again in the middle of that repair.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..code import JSONLTranscript, OsFileIO, TranscriptCorruptionError, ticking_clock
+from .workload import tally, workload_event
+
+# What a checked crash state turned out to be (anything else is a finding).
+PREFIX_CLEAN = "exact prefix"
+PREFIX_TORN = "exact prefix, torn tail ignored"
+ABSENT = "file absent"
+FAILS_CLOSED = "fails closed (corruption after the acknowledged records)"
+GOOD_OUTCOMES = (PREFIX_CLEAN, PREFIX_TORN, ABSENT, FAILS_CLOSED)
+
+FILLS = ("cut", "zeros", "garbage")  # what lies in a torn write's room beyond the torn byte
+MAX_UNSYNCED_CHANGES = 8  # 2**8 subsets per crash point at most
+WORKLOAD_NAME = "powerloss.jsonl"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One recorded call that changed the disk, or marked an acknowledgement."""
+
+    kind: str  # "create", "write", "truncate", "fsync", "fsync_dir" or "ack"
+    offset: int = 0  # write: where the bytes landed
+    data: bytes = b""  # write: the bytes
+    length: int = 0  # truncate: the new size
+    numbers: tuple = ()  # ack: the workload events whose append had returned
+
+
+class SimulatedSyncFileIO(OsFileIO):
+    """File I/O whose fsyncs do nothing: in a simulation the crash model, not this disk, decides
+    what survives, so checking thousands of states need not wait for real syncs."""
+
+    def fsync(self, fd):
+        pass
+
+    def fsync_dir(self, path):
+        pass
+
+
+class RecordingFileIO(SimulatedSyncFileIO):
+    """File I/O that records every change to the one file it writes, in order; fsyncs are recorded, not done."""
+
+    def __init__(self):
+        self.changes: list[Change] = []
+        self._path = None
+
+    def open(self, path, flags, mode):
+        if self._path is not None and Path(path) != self._path:
+            raise ValueError("a RecordingFileIO records one file")
+        existed = os.path.exists(path)
+        fd = super().open(path, flags, mode)
+        self._path = Path(path)
+        if not existed:
+            self.changes.append(Change("create"))
+        return fd
+
+    def write(self, fd, data):
+        offset = os.fstat(fd).st_size  # the transcript writes with O_APPEND: the data lands at the end
+        written = super().write(fd, data)
+        self.changes.append(Change("write", offset=offset, data=bytes(data[:written])))
+        return written
+
+    def fsync(self, fd):
+        super().fsync(fd)
+        self.changes.append(Change("fsync"))
+
+    def truncate(self, fd, length):
+        super().truncate(fd, length)
+        self.changes.append(Change("truncate", length=length))
+
+    def fsync_dir(self, path):
+        super().fsync_dir(path)
+        self.changes.append(Change("fsync_dir"))
+
+    def acknowledge(self, numbers) -> None:
+        """Mark that the appends of these workload events have returned."""
+        self.changes.append(Change("ack", numbers=tuple(numbers)))
+
+
+@dataclass(frozen=True)
+class CrashState:
+    """What the disk might hold after a power cut: the file's bytes, or None when it is gone."""
+
+    content: bytes | None
+    acknowledged: frozenset  # workload events acknowledged before the cut
+    description: str  # how this state arose, for reports
+    torn_at: int | None = None  # bytes of the torn write that reached the disk
+    fill: str | None = None  # what filled the rest of the torn write's room
+
+
+def _apply(image: bytearray, change: Change, kept: int | None = None, fill: str = "cut") -> None:
+    """Apply a write (at its recorded offset, as the disk blocks would) or a truncate to image."""
+    if change.kind == "truncate":
+        del image[change.length:]
+        return
+    kept = len(change.data) if kept is None else kept
+    room = change.data[:kept]
+    if fill == "zeros":
+        room += bytes(len(change.data) - kept)
+    elif fill == "garbage":
+        rng = random.Random(f"{change.offset}:{kept}")
+        room += bytes(rng.randrange(256) for _ in range(len(change.data) - kept))
+    end = change.offset + len(room)
+    if len(image) < change.offset:
+        image.extend(bytes(change.offset - len(image)))  # a hole reads as zeros
+    image[change.offset:end] = room
+
+
+def _tear_points(size: int, every_byte: bool) -> list[int]:
+    if every_byte:
+        return list(range(size + 1))
+    return sorted({0, 1, size // 2, max(size - 1, 0), size})
+
+
+def _states_at(synced: bytes, unsynced: list[Change], acknowledged: frozenset, point: int,
+               every_byte: bool) -> Iterator[CrashState]:
+    """Every state the disk may hold with `synced` durable and `unsynced` changes pending."""
+    if len(unsynced) > MAX_UNSYNCED_CHANGES:
+        raise ValueError(f"{len(unsynced)} unsynced changes: too many subsets to enumerate")
+    for size in range(len(unsynced) + 1):
+        for kept in itertools.combinations(unsynced, size):
+            image = bytearray(synced)
+            for change in kept[:-1]:
+                _apply(image, change)
+            last = kept[-1] if kept else None
+            if last is None or last.kind == "truncate":
+                if last is not None:
+                    _apply(image, last)
+                yield CrashState(bytes(image), acknowledged, f"cut after change {point}, {size} of "
+                                 f"{len(unsynced)} unsynced changes kept")
+                continue
+            for torn_at in _tear_points(len(last.data), every_byte):
+                for fill in FILLS if torn_at < len(last.data) else ("cut",):
+                    torn = bytearray(image)
+                    _apply(torn, last, torn_at, fill)
+                    yield CrashState(bytes(torn), acknowledged,
+                                     f"cut after change {point}: a write at byte {last.offset} kept "
+                                     f"{torn_at} of {len(last.data)} bytes, rest {fill}", torn_at, fill)
+
+
+def crash_states(changes: list[Change], *, initial: bytes | None = None, every_byte: bool = True) -> Iterator[CrashState]:
+    """Every distinct state a power cut after any recorded change may leave (see the module doc).
+
+    initial is the file's durable content before the first change (None: no file yet).
+    """
+    synced = initial or b""
+    exists, name_durable = initial is not None, initial is not None
+    current = bytearray(synced)
+    unsynced, acknowledged, seen = [], frozenset(), set()
+    for point in range(len(changes) + 1):
+        candidates = []
+        if not exists or not name_durable:
+            candidates.append(CrashState(None, acknowledged, f"cut after change {point}: the file's name never reached the disk"))
+        if exists:
+            candidates.extend(_states_at(synced, unsynced, acknowledged, point, every_byte))
+        for state in candidates:
+            key = (state.content, state.acknowledged)
+            if key not in seen:
+                seen.add(key)
+                yield state
+        if point == len(changes):
+            break
+        change = changes[point]
+        if change.kind == "create":
+            exists = True
+        elif change.kind == "fsync_dir":
+            name_durable = name_durable or exists
+        elif change.kind == "ack":
+            acknowledged = acknowledged | set(change.numbers)
+        elif change.kind == "fsync":
+            synced, unsynced = bytes(current), []
+        else:
+            _apply(current, change)
+            unsynced.append(change)
+
+
+@dataclass
+class Recording:
+    """A scripted workload's recorded changes and the events it wrote, in order."""
+
+    changes: list
+    written: list  # the events the workload's reader saw at the end: the reference
+    integrity: bool
+
+
+def record_workload(folder, *, integrity: bool = False, name: str = WORKLOAD_NAME) -> Recording:
+    """Run a small scripted workload through a RecordingFileIO and return what it recorded.
+
+    It creates the file, appends single events and batches, closes and reopens the
+    writer (which re-reads the tail), and appends again.
+    """
+    path = Path(folder) / name
+    file_io = RecordingFileIO()
+    n = 1
+    for round_sizes in ((1, 1, 3), (1, 2)):  # two writer lifetimes: the second reopens the file
+        with JSONLTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as writer:
+            for size in round_sizes:
+                numbers = list(range(n, n + size))
+                writer.append_batch([workload_event(k) for k in numbers])
+                file_io.acknowledge(numbers)
+                n += size
+    return Recording(file_io.changes, JSONLTranscript(path, integrity=integrity).read_events(), integrity)
+
+
+@dataclass(frozen=True)
+class StateCheck:
+    """The outcome of one crash state: a good outcome, or a finding that says what broke."""
+
+    outcome: str  # one of GOOD_OUTCOMES, or "FINDING"
+    finding: str | None = None
+    state: CrashState | None = None
+    repair_needed: bool = False
+
+
+def _scratch_root():
+    """Where states are checked: a memory-backed folder when the system has one (they are many)."""
+    shared_memory = Path("/dev/shm")
+    return shared_memory if shared_memory.is_dir() and os.access(shared_memory, os.W_OK) else None
+
+
+def _write_state(path: Path, state: CrashState) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if state.content is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_bytes(state.content)
+
+
+def check_state(path, state: CrashState, reference: list, integrity: bool) -> StateCheck:
+    """Put state on disk at path, read it, and let a fresh writer continue; judge the outcome."""
+    path = Path(path)
+    _write_state(path, state)
+    needed = max(state.acknowledged, default=0)  # events 1..needed must survive
+
+    def finding(text):
+        return StateCheck("FINDING", text, state)
+
+    try:
+        read = JSONLTranscript(path, integrity=integrity)._read_file()
+    except TranscriptCorruptionError as error:
+        if error.line_number is None or error.line_number <= needed:
+            return finding(f"acknowledged event lost to corruption at line {error.line_number}: {error.reason}")
+        return _check_refusal(path, state, integrity) or StateCheck(FAILS_CLOSED, None, state)
+    except Exception as error:  # noqa: BLE001 - a foreign exception is a finding
+        return finding(f"reader raised {type(error).__name__}: {error}")
+    events = read.events
+    if events != reference[: len(events)]:
+        return finding("reader returned records that were never written (a spliced or altered record)")
+    if len(events) < needed:
+        return finding(f"acknowledged events {len(events) + 1}..{needed} are missing")
+    problem = _continue_problem(path, events, integrity)
+    if problem:
+        return finding(problem)
+    if state.content is None:
+        return StateCheck(ABSENT, None, state)
+    repair = read.torn_tail_offset is not None or read.last_line_unterminated
+    return StateCheck(PREFIX_TORN if read.torn_tail_offset is not None else PREFIX_CLEAN, None, state, repair)
+
+
+def _check_refusal(path: Path, state: CrashState, integrity: bool) -> StateCheck | None:
+    """A damaged file must make a fresh writer refuse too, leaving the file as it was."""
+    try:
+        with JSONLTranscript(path, integrity=integrity, file_io=SimulatedSyncFileIO()) as writer:
+            writer.append(workload_event(1))
+    except TranscriptCorruptionError:
+        if path.read_bytes() != state.content:
+            return StateCheck("FINDING", "a refused append changed the damaged file", state)
+        return None
+    except Exception as error:  # noqa: BLE001
+        return StateCheck("FINDING", f"writer raised {type(error).__name__}: {error}", state)
+    return StateCheck("FINDING", "a writer appended to a file its reader refuses", state)
+
+
+def _continue_problem(path: Path, events: list, integrity: bool) -> str | None:
+    """Append the next event with a fresh writer; say what went wrong, or None."""
+    try:
+        with JSONLTranscript(path, integrity=integrity, file_io=SimulatedSyncFileIO()) as writer:
+            writer.append(workload_event(len(events) + 1))
+        after = JSONLTranscript(path, integrity=integrity).read_events()
+    except Exception as error:  # noqa: BLE001
+        return f"continuing the file failed: {type(error).__name__}: {error}"
+    if after[:-1] != events or len(after) != len(events) + 1 or not tally(after, []).ok:
+        return "continuing the file did not give the old events plus one"
+    return None
+
+
+@dataclass
+class PowerLossReport:
+    """What a power-loss enumeration found."""
+
+    states: int = 0
+    repair_states: int = 0  # states crashed again during the repair a fresh writer made
+    outcomes: Counter = field(default_factory=Counter)
+    findings: list = field(default_factory=list)  # StateCheck objects with a finding
+
+    @property
+    def ok(self) -> bool:
+        """True when no state broke a promise."""
+        return not self.findings
+
+    def add(self, check: StateCheck, during_repair: bool = False) -> None:
+        """Count one checked state."""
+        self.states += 1
+        self.repair_states += during_repair
+        self.outcomes[check.outcome] += 1
+        if check.finding:
+            self.findings.append(check)
+
+
+def _recovery_changes(folder: Path, state: CrashState, integrity: bool) -> tuple[list, list]:
+    """Record a fresh writer repairing and continuing state; return (its changes, the events after)."""
+    path = folder / "repair" / WORKLOAD_NAME  # the same name: the session id is the file's stem
+    _write_state(path, state)
+    file_io = RecordingFileIO()
+    events = JSONLTranscript(path, integrity=integrity).read_events()
+    with JSONLTranscript(path, integrity=integrity, file_io=file_io) as writer:
+        writer.append(workload_event(len(events) + 1))
+        file_io.acknowledge([len(events) + 1])
+    return file_io.changes, JSONLTranscript(path, integrity=integrity).read_events()
+
+
+def power_loss_campaign(*, integrity_modes=(False, True), every_byte: bool = True, repair_every_byte: bool = False,
+                        progress: Callable[[int, int], None] | None = None, root=None) -> PowerLossReport:
+    """Enumerate and check the crash states of the scripted workload, and of every repair.
+
+    every_byte tears the workload's writes at every byte (False: a few edges only);
+    repair_every_byte does the same for the writes of the repairs. progress(done, total)
+    is called once per first-level state.
+    """
+    report = PowerLossReport()
+    with tempfile.TemporaryDirectory(prefix="s09-powerloss-", dir=root or _scratch_root()) as scratch:
+        work = []  # (folder, integrity, recording, state) for every first-level state
+        for integrity in integrity_modes:
+            folder = Path(scratch) / ("integrity" if integrity else "plain")
+            recording = record_workload(folder / "recorded", integrity=integrity)
+            work += [(folder, integrity, recording, state)
+                     for state in crash_states(recording.changes, every_byte=every_byte)]
+        for done, (folder, integrity, recording, state) in enumerate(work, start=1):
+            check = check_state(folder / "check" / WORKLOAD_NAME, state, recording.written, integrity)
+            report.add(check)
+            if check.repair_needed:
+                _crash_the_repair(folder, state, integrity, repair_every_byte, report)
+            if progress is not None:
+                progress(done, len(work))
+    return report
+
+
+def _crash_the_repair(folder: Path, state: CrashState, integrity: bool, every_byte: bool,
+                      report: PowerLossReport) -> None:
+    """Crash a fresh writer at every point of its repair-and-append, and check each state."""
+    changes, written = _recovery_changes(folder, state, integrity)
+    for again in crash_states(changes, initial=state.content, every_byte=every_byte):
+        again = CrashState(again.content, state.acknowledged, f"during repair: {again.description}",
+                           again.torn_at, again.fill)
+        report.add(check_state(folder / "check" / WORKLOAD_NAME, again, written, integrity), during_repair=True)
+
+
+def one_append_states(*, integrity: bool = False) -> tuple[bytes, bytes, list[tuple[int, str, str]]]:
+    """The crash states of one append laid out byte by byte, for a plot.
+
+    Returns (the durable bytes before the append, the appended record, and one
+    (torn_at, fill, outcome) per state of that append's write).
+    """
+    with tempfile.TemporaryDirectory(prefix="s09-one-append-", dir=_scratch_root()) as scratch:
+        path = Path(scratch) / "recorded" / "one.jsonl"
+        with JSONLTranscript(path, integrity=integrity, clock=ticking_clock()) as writer:
+            writer.append(workload_event(1))
+        before = path.read_bytes()
+        file_io = RecordingFileIO()
+        with JSONLTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as writer:
+            writer.append(workload_event(2))
+            file_io.acknowledge([2])
+        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        record = next(change.data for change in file_io.changes if change.kind == "write")
+        rows = []
+        for state in crash_states(file_io.changes, initial=before):
+            if state.torn_at is not None:
+                check = check_state(Path(scratch) / "check" / "one.jsonl", state, reference, integrity)
+                rows.append((state.torn_at, state.fill, check.finding or check.outcome))
+        return before, record, rows

@@ -1,0 +1,75 @@
+"""A child process of the racing-writers campaign.
+
+    python -m s09_jsonl_transcript.crashlab.racer FILE RACER EVENTS INTEGRITY MODE
+
+It prints "ready" and waits for a "go" line, so all racers start together. Modes:
+
+  hold     append EVENTS events with one writer, print "wrote N" or "locked <message>",
+           then keep the writer (and its lock) open until an "exit" line arrives;
+  handover append EVENTS events one at a time, closing the writer after each one and
+           retrying while another racer holds the lock; print "wrote N" at the end.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from ..code import TYPE_MESSAGE, JSONLTranscript, TranscriptLockedError
+
+RETRY_SECONDS = 0.001
+MAX_RETRIES = 20000  # about 20 s of waiting: a racer never waits forever
+
+
+def racer_event(racer: int, index: int) -> dict:
+    """Event `index` of racer `racer`: who wrote it is in the content."""
+    return {"type": TYPE_MESSAGE, "role": "user", "content": f"racer {racer} event {index}"}
+
+
+def _say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def hold(path: str, racer: int, events: int, integrity: bool) -> None:
+    """Append every event with one writer, report, and hold the lock until told to exit."""
+    transcript = JSONLTranscript(path, integrity=integrity)
+    try:
+        for index in range(events):
+            transcript.append(racer_event(racer, index))
+    except TranscriptLockedError as error:
+        _say(f"locked {error}")
+    else:
+        _say(f"wrote {events}")
+    sys.stdin.readline()  # "exit": the parent has heard from every racer
+    transcript.close()
+
+
+def handover(path: str, racer: int, events: int, integrity: bool) -> None:
+    """Append events one writer at a time, waiting for the lock whenever another racer holds it."""
+    written = retries = 0
+    while written < events and retries <= MAX_RETRIES:
+        transcript = JSONLTranscript(path, integrity=integrity)
+        try:
+            transcript.append(racer_event(racer, written))
+            written += 1
+        except TranscriptLockedError:
+            retries += 1
+            time.sleep(RETRY_SECONDS)
+        finally:
+            transcript.close()
+    _say(f"wrote {written}" if written == events else f"gave up after {retries} retries")
+    sys.stdin.readline()  # "exit", as in hold: every racer leaves when told
+
+
+def main(argv=None) -> None:
+    """Entry point of the child process."""
+    path, racer, events, integrity, mode = argv if argv is not None else sys.argv[1:]
+    _say("ready")
+    sys.stdin.readline()  # "go"
+    run = {"hold": hold, "handover": handover}[mode]
+    run(path, int(racer), int(events), integrity == "1")
+
+
+if __name__ == "__main__":
+    main()
