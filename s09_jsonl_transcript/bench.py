@@ -1,14 +1,15 @@
 """Benchmarks: the lesson's transcript measured against the physical limit, as ratios.
 
-    python -m s09_jsonl_transcript.bench            full sizes: 1,000,000 events, about 1 GB (minutes)
-    python -m s09_jsonl_transcript.bench --quick    small sizes, a few seconds (the test suite runs this)
+    python -m s09_jsonl_transcript.bench            full sizes: 1,000,000 events, about 1 GB (a minute or two)
+    python -m s09_jsonl_transcript.bench --quick    small sizes, a second or two (the test suite runs this)
     options: --json FILE (raw numbers; default artifacts/bench.json), --dir DIR (where the temporary
-             transcripts go; default the system's temporary folder)
+             transcripts go; default the system's temporary folder; about 2.5 GB free are needed)
 
-Absolute times depend on the machine and on whatever else it is running, so every figure
-divides two measurements taken in the same run, on the same disk, interleaved A, B, A, B, ...
-and summarised by their medians. The large transcripts are written in bulk (the library's own
-envelope and encoding, one fsync at the end) into a temporary folder removed afterwards.
+Absolute times depend on the machine and on whatever else it is running, so every figure is a
+ratio of two measurements taken in the same run, on the same disk, interleaved A, B, A, B, ...:
+the median over rounds of the ratio within each round. The large transcripts are written by the
+library's own append_batch without the per-write fsync (one at the end), in a temporary folder
+that is removed afterwards.
 """
 
 from __future__ import annotations
@@ -197,12 +198,14 @@ class SqliteLog:
         self.connection.close()
 
 
-def _lines_after(path: Path, offset: int) -> list[bytes]:
-    """The complete lines (with their newlines) written to path after byte offset."""
-    with open(path, "rb") as file:
-        file.seek(offset)
+def timed_append(transcript: JSONLTranscript, action: Callable[[], object]) -> tuple[float, list[bytes]]:
+    """Seconds action took, and the complete lines (with newlines) it added to the transcript's file."""
+    start = transcript.path.stat().st_size if transcript.path.exists() else 0
+    elapsed = timed(action)
+    with open(transcript.path, "rb") as file:
+        file.seek(start)
         *lines, _ = file.read().split(b"\n")  # split on newline only: records never contain one
-    return [line + b"\n" for line in lines]
+    return elapsed, [line + b"\n" for line in lines]
 
 
 def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
@@ -222,9 +225,8 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
     written: list[bytes] = []  # what the last library round wrote: the others write the same bytes
 
     def library() -> float:
-        start = transcript.path.stat().st_size if transcript.path.exists() else 0
-        elapsed = timed(lambda: [transcript.append(event) for event in events])
-        written[:] = _lines_after(transcript.path, start)
+        elapsed, lines = timed_append(transcript, lambda: [transcript.append(event) for event in events])
+        written[:] = lines
         return elapsed / per_round
 
     def bare_loop() -> float:
@@ -270,9 +272,8 @@ def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
     written: list[bytes] = []
 
     def library_batch() -> float:
-        start = batched.path.stat().st_size if batched.path.exists() else 0
-        elapsed = timed(lambda: batched.append_batch(events))
-        written[:] = _lines_after(batched.path, start)
+        elapsed, lines = timed_append(batched, lambda: batched.append_batch(events))
+        written[:] = lines
         return elapsed / batch_size
 
     def bare_batch() -> float:
