@@ -190,14 +190,17 @@ def test_a_killed_writer_released_its_lock(tmp_path):
     assert session_status(JSONLTranscript(path).read_events()).state == turns.ERROR
 
 
-def test_the_crash_lab_button_kills_a_writer_and_shows_the_decision(tmp_path):
-    lab = production.CrashLab(tmp_path)
+def test_the_crash_lab_button_kills_a_writer_and_shows_the_decision():
+    lab = production.CrashLab()
     before = lab.result.value
     lab.point.value = 14
     lab.button.click()
     assert lab.result.value != before
     assert "expired" in lab.result.value and turns.CONTINUE in lab.result.value
     assert len(JSONLTranscript(lab.path).read_events()) == 14
+    shown = lab.result.value
+    lab.button.click()  # the same point again: the result still changes, so a click is never silent
+    assert lab.result.value != shown and len(JSONLTranscript(lab.path).read_events()) == 14
     lab.point.value = 2
     lab.button.click()  # a new crash starts a fresh transcript
     assert len(JSONLTranscript(lab.path).read_events()) == 2 and "running" in lab.result.value

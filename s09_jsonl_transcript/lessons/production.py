@@ -11,6 +11,7 @@ import html
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -174,18 +175,24 @@ def _describe(event: dict | None) -> str:
     return event["type"]
 
 
-def status_html(count: int, status: SessionStatus) -> str:
+def status_html(crash_number: int, count: int, status: SessionStatus) -> str:
     """One crash's outcome as a short HTML paragraph."""
     turn = f" (turn {status.open_turn})" if status.open_turn is not None else ""
-    return (f"<b>killed after {count} events</b>: a fresh process reads state <b>{html.escape(status.state)}</b> "
-            f"and decides: <b>{html.escape(status.decision)}</b>{html.escape(turn)}")
+    return (f"crash {crash_number}: <b>killed after {count} events</b>; a fresh process reads state "
+            f"<b>{html.escape(status.state)}</b> and decides: <b>{html.escape(status.decision)}</b>{html.escape(turn)}")
 
 
 class CrashLab:
-    """A slider for the crash point and a button that kills a real writer there and shows the decision."""
+    """A slider for the crash point and a button that kills a real writer there and shows the decision.
 
-    def __init__(self, folder):
-        self.path = Path(folder) / "crash-lab.jsonl"
+    The lab writes into a temporary folder of its own, removed when the lab is garbage-collected
+    (or the kernel stops), so the button keeps working after the notebook's own folder is gone.
+    """
+
+    def __init__(self):
+        self._folder = tempfile.TemporaryDirectory(prefix="s09-crash-lab-")
+        self.path = Path(self._folder.name) / "crash-lab.jsonl"
+        self.crashes = 0
         self.point = widgets.IntSlider(value=9, min=0, max=len(TURNS_SCRIPT), description="crash after")
         self.button = widgets.Button(description="Crash and recover", button_style="danger")
         self.result = widgets.HTML(value="<i>not crashed yet: choose a point and press the button</i>")
@@ -197,5 +204,6 @@ class CrashLab:
     def crash(self, _button=None) -> SessionStatus:
         """Crash a writer after the slider's number of events; show and return what recovery decides."""
         status = crash_and_recover(self.path, self.point.value)
-        self.result.value = status_html(self.point.value, status)
+        self.crashes += 1
+        self.result.value = status_html(self.crashes, self.point.value, status)
         return status
