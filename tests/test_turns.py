@@ -190,21 +190,31 @@ def test_a_killed_writer_released_its_lock(tmp_path):
     assert session_status(JSONLTranscript(path).read_events()).state == turns.ERROR
 
 
-def test_the_crash_lab_button_kills_a_writer_and_shows_the_decision():
-    lab = production.CrashLab()
+def test_the_crash_lab_button_kills_a_writer_and_shows_the_decision(tmp_path):
+    lab = production.CrashLab(tmp_path)
+    path = tmp_path / "crash-lab.jsonl"
     before = lab.result.value
     lab.point.value = 14
     lab.button.click()
     assert lab.result.value != before
     assert "expired" in lab.result.value and turns.CONTINUE in lab.result.value
-    assert len(JSONLTranscript(lab.path).read_events()) == 14
+    assert len(JSONLTranscript(path).read_events()) == 14
     shown = lab.result.value
     lab.button.click()  # the same point again: the result still changes, so a click is never silent
-    assert lab.result.value != shown and len(JSONLTranscript(lab.path).read_events()) == 14
+    assert lab.result.value != shown and len(JSONLTranscript(path).read_events()) == 14
     lab.point.value = 2
     lab.button.click()  # a new crash starts a fresh transcript
-    assert len(JSONLTranscript(lab.path).read_events()) == 2 and "running" in lab.result.value
+    assert len(JSONLTranscript(path).read_events()) == 2 and "running" in lab.result.value
     assert "s09-main-control" in lab.button._dom_classes and "s09-result" in lab.result._dom_classes
+
+
+def test_the_crash_lab_without_a_folder_leaves_nothing_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # where TemporaryDirectory puts its folders
+    lab = production.CrashLab()
+    lab.point.value = 18
+    lab.button.click()
+    assert "error" in lab.result.value and turns.RETRY_OR_ABANDON in lab.result.value
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_crash_point_outside_the_script_is_refused(tmp_path):

@@ -185,13 +185,12 @@ def status_html(crash_number: int, count: int, status: SessionStatus) -> str:
 class CrashLab:
     """A slider for the crash point and a button that kills a real writer there and shows the decision.
 
-    The lab writes into a temporary folder of its own, removed when the lab is garbage-collected
-    (or the kernel stops), so the button keeps working after the notebook's own folder is gone.
+    With a folder, the crashed transcript stays there (folder/crash-lab.jsonl) to be inspected;
+    without one, each crash writes into a temporary folder that is removed right after.
     """
 
-    def __init__(self):
-        self._folder = tempfile.TemporaryDirectory(prefix="s09-crash-lab-")
-        self.path = Path(self._folder.name) / "crash-lab.jsonl"
+    def __init__(self, folder=None):
+        self.folder = folder
         self.crashes = 0
         self.point = widgets.IntSlider(value=9, min=0, max=len(TURNS_SCRIPT), description="crash after")
         self.button = widgets.Button(description="Crash and recover", button_style="danger")
@@ -203,7 +202,8 @@ class CrashLab:
 
     def crash(self, _button=None) -> SessionStatus:
         """Crash a writer after the slider's number of events; show and return what recovery decides."""
-        status = crash_and_recover(self.path, self.point.value)
+        with tempfile.TemporaryDirectory(prefix="s09-crash-lab-") as scratch:
+            status = crash_and_recover(Path(self.folder or scratch) / "crash-lab.jsonl", self.point.value)
         self.crashes += 1
         self.result.value = status_html(self.crashes, self.point.value, status)
         return status
