@@ -94,7 +94,7 @@ def _damage(args) -> int:
           f"(the figure the chain exists to bring to 0)")
     print(f"chain on:  {chained.silent_flips} silent flips, {chained.silent_line_edits} silent line edits")
     # Only the chain's promise can fail here: without it, silent flips are the expected finding.
-    checked = sum(sum(report.truncations.values()) + report.flips_tried
+    checked = sum(len(report.truncations) + report.flips_tried
                   + sum(sum(counts.values()) for counts in report.line_edits.values()) for report in reports)
     failed = chained.silent_flips + chained.silent_line_edits
     return _passed_failed(checked - failed, failed)

@@ -83,24 +83,33 @@ def _edit(kind: str) -> Callable:
 
 @dataclass
 class DamageReport:
-    """Verdict counts for every damage of one sample file."""
+    """The verdict for every damage of one sample file."""
 
     integrity: bool
     size: int  # bytes in the undamaged file
     records: int
-    truncations: Counter = field(default_factory=Counter)
-    flips: dict = field(default_factory=dict)  # mask -> Counter of verdict kinds
+    truncations: list = field(default_factory=list)  # verdict kind for each length kept, 0..size
+    flips: dict = field(default_factory=dict)  # mask -> verdict kind for each offset flipped
     line_edits: dict = field(default_factory=dict)  # edit -> Counter of outcomes
+
+    @property
+    def truncation_counts(self) -> Counter:
+        """How many truncation points gave each verdict."""
+        return Counter(self.truncations)
+
+    def flip_counts(self, mask: int) -> Counter:
+        """How many flips with this mask gave each verdict."""
+        return Counter(self.flips[mask])
 
     @property
     def silent_flips(self) -> int:
         """Flips the reader accepted with different content, over every mask tried."""
-        return sum(counts[SILENT] for counts in self.flips.values())
+        return sum(kinds.count(SILENT) for kinds in self.flips.values())
 
     @property
     def flips_tried(self) -> int:
         """How many single-bit flips were tried, over every mask."""
-        return sum(sum(counts.values()) for counts in self.flips.values())
+        return sum(len(kinds) for kinds in self.flips.values())
 
     @property
     def silent_line_edits(self) -> int:
@@ -110,6 +119,7 @@ class DamageReport:
 
 def _line_edit_outcome(path: Path, original: bytes, reference: list, kind: str, number: int,
                        integrity: bool) -> str:
+    path.unlink(missing_ok=True)  # a new file: rewriting a truncated one makes ext4 flush it (auto_da_alloc)
     path.write_bytes(original)
     _edit(kind)(path, number, len(reference))
     found = verdict(path, reference, integrity=integrity)
@@ -139,10 +149,10 @@ def damage_campaign(*, integrity: bool, sessions: int = 2, masks=(0x01,),
         original = path.read_bytes()
         reference = JSONLTranscript(path, integrity=integrity).read_events()
         report = DamageReport(integrity, len(original), len(reference))
-        report.truncations = Counter(found.kind for found in truncation_map(path, integrity=integrity))
+        report.truncations = [found.kind for found in truncation_map(path, integrity=integrity)]
         step()
         for mask in masks:
-            report.flips[mask] = Counter(found.kind for found in flip_map(path, mask, integrity=integrity))
+            report.flips[mask] = [found.kind for found in flip_map(path, mask, integrity=integrity)]
             step()
         edited = Path(folder) / "edited" / path.name  # same name: the session id is the file's stem
         edited.parent.mkdir()
@@ -162,22 +172,12 @@ def damage_rows(reports: list[DamageReport]) -> list[dict]:
         "bytes": report.size,
         "records": report.records,
         "flips": report.flips_tried,
-        "flips caught": sum(counts[CORRUPT] for counts in report.flips.values()),
+        "flips caught": sum(kinds.count(CORRUPT) for kinds in report.flips.values()),
         "flips silent": report.silent_flips,
         "line edits": sum(sum(counts.values()) for counts in report.line_edits.values()),
         "edits silent": report.silent_line_edits,
         "last line deleted": report.line_edits["delete"][SHORTER],
     } for report in reports]
-
-
-def verdict_strips(*, integrity: bool, sessions: int = 1, mask: int = 0x01) -> dict:
-    """Per-offset verdict kinds for one sample: {"truncate": [...], "flip": [...]}, for a plot."""
-    with tempfile.TemporaryDirectory(prefix="s09-strips-") as folder:
-        path = write_sample(Path(folder) / "sample.jsonl", sessions=sessions, integrity=integrity)
-        return {
-            "truncate": [found.kind for found in truncation_map(path, integrity=integrity)],
-            "flip": [found.kind for found in flip_map(path, mask, integrity=integrity)],
-        }
 
 
 def flipped_example(*, integrity: bool, offset: int, mask: int = 0x01) -> str:

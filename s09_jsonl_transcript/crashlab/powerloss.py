@@ -249,9 +249,8 @@ def _scratch_root():
 
 def _write_state(path: Path, state: CrashState) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    if state.content is None:
-        path.unlink(missing_ok=True)
-    else:
+    path.unlink(missing_ok=True)  # a new file each time: rewriting a truncated one makes ext4 flush it
+    if state.content is not None:
         path.write_bytes(state.content)
 
 
@@ -403,7 +402,9 @@ def one_append_states(*, integrity: bool = False) -> tuple[bytes, bytes, list[tu
         record = next(change.data for change in file_io.changes if change.kind == "write")
         rows = []
         for state in crash_states(file_io.changes, initial=before):
-            if state.torn_at is not None:
+            # The state where none of the write reached the disk is the file as it was before.
+            torn_at, fill = (0, "cut") if state.content == before else (state.torn_at, state.fill)
+            if torn_at is not None:
                 check = check_state(Path(scratch) / "check" / "one.jsonl", state, reference, integrity)
-                rows.append((state.torn_at, state.fill, check.finding or check.outcome))
+                rows.append((torn_at, fill, check.finding or check.outcome))
         return before, record, rows

@@ -1,0 +1,100 @@
+"""Figures for notebook 6 (crash lab). Each function draws on a new pyplot figure and returns it.
+
+Colours come from lessons/style.py (Okabe and Ito), so they stay readable to colour-blind eyes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import matplotlib.pyplot as plt
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
+
+from ..damage import VERDICT_KINDS
+from ..lessons.style import OKABE_ITO, VERDICT_COLORS
+from .damage_maps import DamageReport
+from .kills import KillTrial
+from .powerloss import ABSENT, FAILS_CLOSED, FILLS, PREFIX_CLEAN, PREFIX_TORN
+from .workload import MODES
+
+OUTCOME_COLORS = {
+    PREFIX_CLEAN: OKABE_ITO["green"],
+    PREFIX_TORN: OKABE_ITO["sky"],
+    ABSENT: OKABE_ITO["grey"],
+    FAILS_CLOSED: OKABE_ITO["orange"],
+    "FINDING": OKABE_ITO["vermillion"],
+}
+MODE_COLORS = {"append": OKABE_ITO["blue"], "batch": OKABE_ITO["orange"], "repair": OKABE_ITO["purple"]}
+
+
+def plot_kill_trials(results: list[KillTrial]):
+    """Left: acknowledged and lost events per trial. Right: how many more events the file held
+    than the victim had acknowledged (events in flight at the kill)."""
+    fig, (trials_ax, flight_ax) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    for mode in MODES:
+        chosen = [result for result in results if result.mode == mode]
+        trials_ax.scatter([r.trial for r in chosen], [r.acknowledged for r in chosen], s=18,
+                          color=MODE_COLORS[mode], label=f"acknowledged ({mode})")
+    trials_ax.plot([r.trial for r in results], [r.lost for r in results], "x-", color=OKABE_ITO["vermillion"],
+                   label="lost (acknowledged, not recovered)")
+    trials_ax.set_yscale("symlog", linthresh=1)  # 0 lost and 200 acknowledged in one view
+    trials_ax.set(title=f"{len(results)} SIGKILLs: {sum(r.lost for r in results)} acknowledged events lost",
+                  xlabel="trial", ylabel="events (symmetric log scale)")
+    trials_ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    in_flight = {mode: Counter(r.recovered - r.acknowledged for r in results if r.mode == mode) for mode in MODES}
+    extra = sorted({value for counts in in_flight.values() for value in counts})
+    width = 0.8 / len(MODES)
+    for index, mode in enumerate(MODES):
+        flight_ax.bar([value + (index - 1) * width for value in extra], [in_flight[mode][value] for value in extra],
+                      width=width, color=MODE_COLORS[mode], label=mode)
+    flight_ax.set(title="Recovered minus acknowledged", xlabel="events on disk the victim never acknowledged",
+                  ylabel="trials")
+    flight_ax.legend(fontsize="small", title="mode")
+    fig.tight_layout()
+    return fig
+
+
+def plot_verdict_maps(reports: list[DamageReport], mask: int = 0x01):
+    """One strip per damage map: the verdict at every offset, chain off and on."""
+    fig, axes = plt.subplots(2 * len(reports), 1, figsize=(11, 0.9 * 2 * len(reports) + 1.2), sharex=True)
+    colormap = ListedColormap([VERDICT_COLORS[kind] for kind in VERDICT_KINDS])
+    index_of = {kind: index for index, kind in enumerate(VERDICT_KINDS)}
+    strips = []
+    for report in reports:
+        chain = "chain on" if report.integrity else "chain off"
+        strips.append((f"truncate\n({chain})", report.truncations))
+        strips.append((f"flip bit {mask:#04x}\n({chain})", report.flips[mask]))
+    for ax, (label, kinds) in zip(axes, strips):
+        ax.imshow([[index_of[kind] for kind in kinds]], aspect="auto", cmap=colormap, vmin=-0.5,
+                  vmax=len(VERDICT_KINDS) - 0.5, interpolation="nearest")
+        ax.set_yticks([0], [label], fontsize="small")
+    axes[0].set_title("What the reader says after each possible damage, byte by byte")
+    axes[-1].set_xlabel("byte offset (truncate: bytes kept; flip: byte changed)")
+    fig.legend(handles=[Patch(color=VERDICT_COLORS[kind], label=kind) for kind in VERDICT_KINDS],
+               loc="lower center", ncol=4, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+def plot_one_append(record: bytes, rows: list[tuple[int, str, str]]):
+    """The power-cut states of one append: bytes of the record that reached the disk (x) and
+    what filled the rest of its room (y), coloured by what reader and writer made of it."""
+    outcomes = list(OUTCOME_COLORS)
+    grid = [[float("nan")] * (len(record) + 1) for _ in FILLS]
+    for torn_at, fill, outcome in rows:
+        grid[FILLS.index(fill)][torn_at] = outcomes.index(outcome if outcome in OUTCOME_COLORS else "FINDING")
+    fig, ax = plt.subplots(figsize=(11, 2.8))
+    ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=-0.5, vmax=len(outcomes) - 0.5,
+              cmap=ListedColormap([OUTCOME_COLORS[outcome] for outcome in outcomes]))
+    ax.set_yticks(range(len(FILLS)), [f"rest: {fill}" for fill in FILLS])
+    ax.axvline(len(record) - 1, color=OKABE_ITO["black"], linestyle=":", linewidth=1)
+    ax.annotate("all but the newline", (len(record) - 1, -0.5), xytext=(-4, 4), textcoords="offset points",
+                ha="right", fontsize="small", annotation_clip=False)
+    ax.set(title=f"Power cut during one append of {len(record)} bytes: every byte boundary, three fillings",
+           xlabel="bytes of the record that reached the disk")
+    seen = sorted({outcome if outcome in OUTCOME_COLORS else "FINDING" for _, _, outcome in rows}, key=outcomes.index)
+    ax.legend(handles=[Patch(color=OUTCOME_COLORS[outcome], label=outcome) for outcome in seen],
+              loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize="small", frameon=False)
+    fig.tight_layout()
+    return fig
