@@ -38,17 +38,25 @@ def measure_for_plots(folder, *, rounds: int = 5, per_round: int = 10, batch_siz
     }
 
 
+def _draw_log_bars(axes, bars: dict, legend: str, ylabel: str, title: str) -> None:
+    """Labelled bars on a log scale; bars maps a label to (value, colour)."""
+    drawn = axes.bar(list(bars), [value for value, _ in bars.values()],
+                     color=[colour for _, colour in bars.values()], label=legend)
+    axes.bar_label(drawn, fmt="%.0f")
+    axes.set_yscale("log")
+    axes.set_ylim(1, max(value for value, _ in bars.values()) * 10)  # from 1, with room for the legend
+    axes.set_ylabel(f"{ylabel} (log scale)")
+    axes.set_title(title)
+    axes.legend(loc="upper left")
+
+
 def draw_fsync_cost(axes, single: dict) -> None:
     """Bars on axes: microseconds per event for a write alone, a write + fsync, and the library's append."""
-    labels = ["os.write only\n(not durable)", "os.write + fsync\n(the physical limit)", "append\n(the library)"]
-    values = [single["write_only"] * 1e6, single["bare"] * 1e6, single["append"] * 1e6]
-    bars = axes.bar(labels, values, color=[OKABE_ITO["grey"], OKABE_ITO["sky"], OKABE_ITO["blue"]],
-                    label="median microseconds per event")
-    axes.bar_label(bars, fmt="%.0f")
-    axes.set_yscale("log")
-    axes.set_ylabel("microseconds per event (log scale)")
-    axes.set_title("Durability costs one fsync per event")
-    axes.legend(loc="upper left")
+    _draw_log_bars(axes, {
+        "os.write only\n(not durable)": (single["write_only"] * 1e6, OKABE_ITO["grey"]),
+        "os.write + fsync\n(the physical limit)": (single["bare"] * 1e6, OKABE_ITO["sky"]),
+        "append\n(the library)": (single["append"] * 1e6, OKABE_ITO["blue"]),
+    }, "median microseconds per event", "microseconds per event", "Durability costs one fsync per event")
 
 
 def draw_batching(axes, rates: dict) -> None:
@@ -80,15 +88,12 @@ def draw_reads(axes, costs: dict) -> None:
 
 def draw_jsonl_vs_sqlite(axes, single: dict) -> None:
     """Bars on axes: events per second of append against SQLite in WAL mode, synchronous FULL and NORMAL."""
-    labels = ["JSONL append\n(fsync each)", "SQLite WAL\nsynchronous=FULL", "SQLite WAL\nsynchronous=NORMAL\n(not durable)"]
-    rates = [1 / single["append"], 1 / single["sqlite_FULL"], 1 / single["sqlite_NORMAL"]]
-    bars = axes.bar(labels, rates, color=[OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["grey"]],
-                    label="events per second, one per transaction")
-    axes.bar_label(bars, fmt="%.0f")
-    axes.set_yscale("log")
-    axes.set_ylabel("events per second (log scale)")
-    axes.set_title("Durable JSONL appends against durable SQLite inserts")
-    axes.legend(loc="upper left")
+    _draw_log_bars(axes, {
+        "JSONL append\n(fsync each)": (1 / single["append"], OKABE_ITO["blue"]),
+        "SQLite WAL\nsynchronous=FULL": (1 / single["sqlite_FULL"], OKABE_ITO["green"]),
+        "SQLite WAL\nsynchronous=NORMAL\n(not durable)": (1 / single["sqlite_NORMAL"], OKABE_ITO["grey"]),
+    }, "events per second, one per transaction", "events per second",
+        "Durable JSONL appends against durable SQLite inserts")
 
 
 # --------------------------------------------------------------------------- a root for the index
