@@ -1,0 +1,167 @@
+"""The command line: python -m s09_jsonl_transcript.grading COMMAND ...
+
+    release [--source DIR] [--out DIR]      write the student notebooks (into exercises/)
+    release --check                         exit status 1 when exercises/ is not what release writes
+    release --bundle DIR                    a student-only folder: notebooks, selfcheck/, README
+    refresh [--source DIR]                  re-run the instructor sources and save their outputs
+    grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder
+    benchmark [--copies 30]                 time the grading of a folder of reference solutions
+
+Exit status: 0 done; 1 `release --check` found differences, or the grader itself failed on a
+submission; 2 a bad command line or unusable sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .benchmark import run_benchmark
+from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
+from .release import refresh, release, stale_notebooks, write_bundle
+from .reports import ProgressBar, format_class, format_report, write_class_csv, write_report
+from .source import SourceError, default_source_folder, load_sources
+
+DEFAULT_REPORTS = Path("artifacts") / "grading"
+
+
+class UsageError(Exception):
+    """A bad command line: one line of explanation, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message} (see --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m s09_jsonl_transcript.grading",
+                     description="Release and grade the s09 exercises.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    source_help = "folder of instructor (or selfcheck) notebooks; default: the checkout's exercises/instructor"
+
+    release_command = commands.add_parser("release", help="write the student notebooks from the instructor sources")
+    release_command.add_argument("--source", type=Path, help=source_help)
+    release_command.add_argument("--out", type=Path, help="where to write them; default: the folder above --source")
+    release_command.add_argument("--check", action="store_true", help="only compare: exit 1 if --out differs")
+    release_command.add_argument("--bundle", type=Path, help="write a student-only bundle to this folder instead")
+
+    refresh_command = commands.add_parser("refresh", help="re-run the instructor sources and save their outputs")
+    refresh_command.add_argument("--source", type=Path, help=source_help)
+
+    grade = commands.add_parser("grade", help="grade notebooks (files, or folders searched recursively)")
+    grade.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    grade.add_argument("--source", type=Path, help=source_help)
+    grade.add_argument("--exercise", help="grade every notebook as this exercise (e.g. ex01); others score 0")
+    grade.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,
+                       help=f"folder for the JSON reports and the class CSV (default: {DEFAULT_REPORTS})")
+    _add_run_options(grade)
+
+    benchmark = commands.add_parser("benchmark", help="time grading a folder of reference solutions")
+    benchmark.add_argument("--source", type=Path, help=source_help)
+    benchmark.add_argument("--copies", type=int, default=30, help="how many submissions (default 30)")
+    _add_run_options(benchmark)
+    return parser
+
+
+def _add_run_options(command) -> None:
+    command.add_argument("--jobs", type=int, default=None,
+                         help=f"submissions graded at once (default: the cores available, here {available_cores()})")
+    command.add_argument("--cell-timeout", type=float, default=GradingOptions.cell_timeout,
+                         help="seconds a cell may run (default %(default)g)")
+    command.add_argument("--timeout", type=float, default=GradingOptions.total_timeout,
+                         help="seconds a whole notebook may run (default %(default)g)")
+
+
+def _source_folder(arguments) -> Path:
+    folder = arguments.source or default_source_folder()
+    if folder is None:
+        raise UsageError("no instructor sources here: pass --source FOLDER (a selfcheck/ folder works too)")
+    return folder
+
+
+def _options(arguments) -> GradingOptions:
+    if arguments.jobs is not None and arguments.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    try:
+        return GradingOptions(arguments.cell_timeout, arguments.timeout)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _release(arguments) -> int:
+    source = _source_folder(arguments)
+    if arguments.bundle:
+        for path in write_bundle(source, arguments.bundle):
+            print(f"wrote {path}")
+        return 0
+    out = arguments.out or source.parent
+    if arguments.check:
+        stale = stale_notebooks(source, out)
+        for name in stale:
+            print(f"{out / name} differs from what release writes")
+        return 1 if stale else 0
+    for path in release(source, out):
+        print(f"wrote {path}")
+    return 0
+
+
+def _refresh(arguments) -> int:
+    for path in refresh(_source_folder(arguments)):
+        print(f"refreshed {path}: every check passes")
+    return 0
+
+
+def _grade(arguments) -> int:
+    options = _options(arguments)
+    sources = load_sources(_source_folder(arguments))
+    if arguments.exercise and arguments.exercise not in sources:
+        raise UsageError(f"--exercise {arguments.exercise}: the sources hold {', '.join(sorted(sources))}")
+    missing = [str(path) for path in arguments.paths if not path.exists()]
+    if missing:
+        raise UsageError("no such file or folder: " + ", ".join(missing))
+    submissions = find_submissions(arguments.paths)
+    if not submissions:
+        raise UsageError("no notebooks found in " + ", ".join(map(str, arguments.paths)))
+    batch = len(submissions) > 1 or any(path.is_dir() for path in arguments.paths)
+    progress = ProgressBar(len(submissions))
+
+    def show_progress(done, total, report):
+        if batch:
+            progress.update(done, report["submission"])
+
+    reports = grade_many(submissions, sources, exercise=arguments.exercise, options=options,
+                         jobs=arguments.jobs, on_graded=show_progress)
+    written = [write_report(report, arguments.reports) for report in reports]
+    if batch:
+        print(format_class(reports))
+        print(f"\nreports in {arguments.reports}; class CSV: {write_class_csv(reports, arguments.reports / 'class.csv')}")
+    else:
+        print(format_report(reports[0]))
+        print(f"report: {written[0]}")
+    return 1 if any(report["status"] == ERROR for report in reports) else 0
+
+
+def _benchmark(arguments) -> int:
+    options = _options(arguments)
+    if arguments.copies < 1:
+        raise UsageError("--copies must be at least 1")
+    sources = load_sources(_source_folder(arguments))
+    progress = ProgressBar(arguments.copies)
+    result = run_benchmark(sources, copies=arguments.copies, jobs=arguments.jobs or available_cores(),
+                           options=options, on_graded=lambda done, total, report: progress.update(done, report["submission"]))
+    print(json.dumps(result, indent=2))
+    return 0 if result["all_full_marks"] else 1
+
+
+def main(argv=None) -> int:
+    """Run one command; return the exit status."""
+    try:
+        arguments = _parser().parse_args(argv)
+        command = {"release": _release, "refresh": _refresh, "grade": _grade, "benchmark": _benchmark}
+        return command[arguments.command](arguments)
+    except (UsageError, SourceError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

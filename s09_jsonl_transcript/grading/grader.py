@@ -1,0 +1,170 @@
+"""Grade submissions: assemble each one, run it under nbval, and score every check.
+
+A report is a plain dict, written as JSON:
+
+    {"submission": "alice/ex01_last_turn_replay.ipynb", "exercise": "ex01",
+     "status": "graded" | "rejected" | "error", "reason": null or why it was not graded,
+     "score": 7, "max_score": 14, "source": "instructor" | "selfcheck", "seconds": 4.2,
+     "checks": [{"name": "ex01.1", "score": 2, "max_score": 2, "visibility": "visible",
+                 "feedback": "passed"}, ...]}
+
+"rejected" is bad input (score 0 and the reason); "error" is a fault of the grader or of its
+sources, which an instructor should look at. Nothing a submission does makes this module raise.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from .assemble import SubmissionError, answer_sources, build_notebook, exercise_of, read_submission
+from .runner import RunResult, run_notebook
+from .source import ExerciseSource
+
+GRADED, REJECTED, ERROR = "graded", "rejected", "error"
+
+
+@dataclass(frozen=True)
+class GradingOptions:
+    """Limits for one run: seconds per cell (nbval's timeout) and for the whole notebook."""
+
+    cell_timeout: float = 20.0
+    total_timeout: float = 120.0
+
+    def __post_init__(self):
+        if not (self.cell_timeout > 0 and self.total_timeout > 0):
+            raise ValueError("timeouts must be positive numbers of seconds")
+
+
+def available_cores() -> int:
+    """The CPU cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def grade_submission(path, sources: dict, *, exercise: str | None = None, label: str | None = None,
+                     options: GradingOptions = GradingOptions()) -> dict:
+    """Grade one notebook against the matching source in sources (exercise name -> ExerciseSource).
+
+    With exercise, the submission must be that exercise. Always returns a report.
+    """
+    label = label or Path(path).name
+    try:
+        notebook = read_submission(path)
+        source = _source_for(notebook, path, sources, exercise)
+    except SubmissionError as problem:  # still name the exercise when the file name tells it
+        known = sources.get(exercise or exercise_of({}, path))
+        return _report(label, known, REJECTED, str(problem))
+    try:
+        assembled = build_notebook(source, answer_sources(notebook, source))
+    except SubmissionError as problem:
+        return _report(label, source, REJECTED, str(problem))
+    try:
+        run = run_notebook(assembled, cell_timeout=options.cell_timeout, total_timeout=options.total_timeout)
+    except Exception as error:  # a fault of this machine or of the grader, not of the submission
+        return _report(label, source, ERROR, f"the grader could not run the notebook: {error!r}")
+    if not run.cells and not run.timed_out:
+        return _report(label, source, ERROR, "the nbval run reported no cells; its output ends with:\n"
+                       + run.log_tail[-1000:], seconds=run.seconds)
+    return _report(label, source, GRADED, None, _scored_checks(source, run, options), run.seconds)
+
+
+def _source_for(notebook: dict, path, sources: dict, expected: str | None) -> ExerciseSource:
+    claimed = exercise_of(notebook, path)
+    if expected and claimed and claimed != expected:
+        raise SubmissionError(f"wrong exercise: this is the notebook of {claimed}, but {expected} was expected")
+    name = expected or claimed
+    if name is None:
+        raise SubmissionError("cannot tell which exercise this is: its metadata names none and its "
+                              "file name does not start with exNN_ (use --exercise)")
+    if name not in sources:
+        raise SubmissionError(f"unknown exercise {name!r} (known: {', '.join(sorted(sources))})")
+    return sources[name]
+
+
+def _scored_checks(source: ExerciseSource, run: RunResult, options: GradingOptions) -> list:
+    checks = []
+    for check in source.checks:
+        outcome = run.cells.get(check.cell_index)
+        if outcome is not None:
+            feedback = outcome.feedback
+        elif run.timed_out:
+            feedback = f"not run: the notebook went over the overall time limit of {options.total_timeout:g} s"
+        else:
+            feedback = f"not run: the grading run ended early (pytest exit status {run.exit_code})"
+        passed = outcome is not None and outcome.passed
+        checks.append(_check_entry(check, check.points if passed else 0, feedback))
+    return checks
+
+
+def _check_entry(check, score: int, feedback: str) -> dict:
+    return {"name": check.name, "score": score, "max_score": check.points,
+            "visibility": "hidden" if check.hidden else "visible", "feedback": feedback}
+
+
+def _report(label: str, source: ExerciseSource | None, status: str, reason: str | None,
+            checks: list | None = None, seconds: float = 0.0) -> dict:
+    if checks is None:  # not graded: every check scores 0 and says why
+        checks = [_check_entry(check, 0, f"not graded: {reason}") for check in (source.checks if source else ())]
+    return {
+        "submission": label,
+        "exercise": source.exercise if source else None,
+        "status": status,
+        "reason": reason,
+        "score": sum(check["score"] for check in checks),
+        "max_score": source.max_score if source else 0,
+        "source": source.kind if source else None,
+        "seconds": round(seconds, 2),
+        "checks": checks,
+    }
+
+
+def grade_many(submissions: list, sources: dict, *, exercise: str | None = None,
+               options: GradingOptions = GradingOptions(), jobs: int | None = None,
+               on_graded=None) -> list:
+    """Grade (path, label) pairs, jobs at a time; reports come back in the order given.
+
+    on_graded(done, total, report) is called as each submission finishes (for a progress bar).
+    """
+    jobs = max(1, jobs or available_cores())
+    reports = [None] * len(submissions)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:  # each job waits on its own subprocess
+        futures = {pool.submit(grade_submission, path, sources, exercise=exercise, label=label,
+                               options=options): index
+                   for index, (path, label) in enumerate(submissions)}
+        for done, future in enumerate(as_completed(futures), start=1):
+            index = futures[future]
+            try:
+                reports[index] = future.result()
+            except Exception as error:  # a grader bug must not lose the rest of the class
+                path, label = submissions[index]
+                reports[index] = _report(label, None, ERROR, f"grader failure: {error!r}")
+            if on_graded:
+                on_graded(done, len(submissions), reports[index])
+    return reports
+
+
+def find_submissions(arguments) -> list:
+    """(path, label) for each notebook named or found in a named folder (checkpoints skipped).
+
+    A label is the path relative to the folder it was found in, or the file name.
+    """
+    found, labels = [], set()
+    for argument in map(Path, arguments):
+        if argument.is_dir():
+            paths = sorted(path for path in argument.rglob("*.ipynb")
+                           if ".ipynb_checkpoints" not in path.relative_to(argument).parts)
+            pairs = [(path, path.relative_to(argument).as_posix()) for path in paths]
+        else:
+            pairs = [(argument, argument.name)]
+        for path, label in pairs:
+            unique, number = label, 2
+            while unique in labels:
+                unique, number = f"{label} ({number})", number + 1
+            labels.add(unique)
+            found.append((path, unique))
+    return found

@@ -1,0 +1,320 @@
+"""The grader end to end: real nbval runs, in two batches through the command line.
+
+The class batch holds the reference solutions (full marks), the unmodified student notebooks
+(zero on every check) and the wrong answers in tests/grading_data/wrong_answers (each loses
+exactly the checks its header names). The tamper batch holds notebooks that try to score without
+solving anything; each must score 0 and leave the grader standing.
+"""
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import psutil
+import pytest
+
+from s09_jsonl_transcript.grading.cli import main
+from s09_jsonl_transcript.grading.grader import GradingOptions, grade_submission
+from s09_jsonl_transcript.grading.release import write_bundle
+from s09_jsonl_transcript.grading.source import load_sources
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTRUCTOR = ROOT / "exercises" / "instructor"
+STUDENT = ROOT / "exercises"
+WRONG_ANSWERS = Path(__file__).resolve().parent / "grading_data" / "wrong_answers"
+SOURCES = load_sources(INSTRUCTOR)
+EXERCISES = sorted(SOURCES)
+WRONG_ANSWER_FILES = sorted(WRONG_ANSWERS.glob("ex[0-9][0-9]_*.py"))
+CELL_MARKER = re.compile(r"^# %% (\S+)$", re.MULTILINE)
+
+
+def parse_wrong_answer(path: Path) -> tuple:
+    """(exercise, checks it must lose, {answer name: code}) from a wrong-answer file.
+
+    The header's "# loses:" line names the checks; each "# %% <answer name>" line starts the code
+    of one answer cell. Answer cells the file does not give keep the reference solution.
+    """
+    text = path.read_text(encoding="utf-8")
+    loses = set(re.search(r"^# loses: (.+)$", text, re.MULTILINE).group(1).split())
+    pieces = CELL_MARKER.split(text)
+    cells = {name: code.strip("\n") for name, code in zip(pieces[1::2], pieces[2::2])}
+    return path.name[:4], loses, cells
+
+
+def notebook_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def with_answers(exercise: str, answers: dict) -> dict:
+    """The student notebook of exercise with the named answer cells' sources replaced."""
+    notebook = notebook_json(STUDENT / SOURCES[exercise].path.name)
+    by_name = {answer.cell_id: answer.name for answer in SOURCES[exercise].answers}
+    unknown = set(answers) - set(by_name.values())
+    assert not unknown, f"no such answer cells: {unknown}"
+    for cell in notebook["cells"]:
+        name = by_name.get(cell.get("id"))
+        if name in answers:
+            cell["source"] = answers[name]
+    return notebook
+
+
+def reference_answers(exercise: str) -> dict:
+    """The instructor's answer code for an exercise, by answer name."""
+    notebook = notebook_json(SOURCES[exercise].path)
+    by_id = {answer.cell_id: answer.name for answer in SOURCES[exercise].answers}
+    return {by_id[cell["id"]]: "".join(cell["source"]) for cell in notebook["cells"] if cell.get("id") in by_id}
+
+
+def write_notebook(path: Path, notebook: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    return path
+
+
+def grade_folder(folder: Path, reports: Path, *options: str) -> dict:
+    """Run `grade FOLDER` through the command line; return the reports by submission label."""
+    status = main(["grade", str(folder), "--reports", str(reports), "--jobs", "2", *options])
+    assert status == 0, "the grader reported a failure of its own"
+    found = {}
+    for path in reports.rglob("*.json"):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        found[report["submission"]] = report
+    return found
+
+
+def failed_checks(report: dict) -> set:
+    return {check["name"] for check in report["checks"] if check["score"] < check["max_score"]}
+
+
+# --------------------------------------------------------------------------- the class batch
+
+
+@pytest.fixture(scope="module")
+def class_reports(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("class")
+    for exercise, source in SOURCES.items():
+        write_notebook(folder / "reference" / source.path.name, notebook_json(source.path))
+        write_notebook(folder / "release" / source.path.name, notebook_json(STUDENT / source.path.name))
+    for path in WRONG_ANSWER_FILES:
+        exercise, _, answers = parse_wrong_answer(path)
+        notebook = with_answers(exercise, {**reference_answers(exercise), **answers})
+        write_notebook(folder / "wrong" / f"{path.stem}.ipynb", notebook)
+    reports = tmp_path_factory.mktemp("class-reports")
+    return grade_folder(folder, reports), reports
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_the_reference_solution_scores_full_marks(class_reports, exercise):
+    report = class_reports[0][f"reference/{SOURCES[exercise].path.name}"]
+    assert report["status"] == "graded", report["reason"]
+    assert report["score"] == report["max_score"] == SOURCES[exercise].max_score, failed_checks(report)
+    assert {check["visibility"] for check in report["checks"]} == {"visible", "hidden"}
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_the_unmodified_student_notebook_scores_zero_on_every_check(class_reports, exercise):
+    report = class_reports[0][f"release/{SOURCES[exercise].path.name}"]
+    assert report["status"] == "graded", report["reason"]
+    assert [check["score"] for check in report["checks"]] == [0] * len(SOURCES[exercise].checks)
+    assert all("NotImplementedError" in check["feedback"] for check in report["checks"]), report["checks"]
+
+
+@pytest.mark.parametrize("path", WRONG_ANSWER_FILES, ids=lambda path: path.stem)
+def test_a_wrong_answer_loses_exactly_the_checks_it_should(class_reports, path):
+    exercise, loses, _ = parse_wrong_answer(path)
+    report = class_reports[0][f"wrong/{path.stem}.ipynb"]
+    assert report["status"] == "graded", report["reason"]
+    assert report["exercise"] == exercise
+    assert failed_checks(report) == loses, [(c["name"], c["feedback"]) for c in report["checks"]]
+    assert report["score"] < report["max_score"]
+
+
+def test_every_exercise_has_at_least_three_wrong_answers():
+    counts = {exercise: sum(path.name.startswith(exercise) for path in WRONG_ANSWER_FILES) for exercise in EXERCISES}
+    assert all(count >= 3 for count in counts.values()), counts
+
+
+def test_the_class_csv_has_one_row_per_submission(class_reports):
+    reports, folder = class_reports
+    with open(folder / "class.csv", newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert sorted(row["submission"] for row in rows) == sorted(reports)
+    for row in rows:
+        report = reports[row["submission"]]
+        assert int(row["score"]) == report["score"]
+        assert [int(row[check["name"]]) for check in report["checks"]] == [check["score"] for check in report["checks"]]
+
+
+# --------------------------------------------------------------------------- the tamper batch
+# Every tampered notebook starts from the unmodified student notebook of exercise 1, whose
+# answers are stubs: whatever the tampering does, the score must stay 0.
+
+TAMPER_EXERCISE = "ex01"
+
+
+def student_notebook() -> dict:
+    return notebook_json(STUDENT / SOURCES[TAMPER_EXERCISE].path.name)
+
+
+def cells_with_role(notebook: dict, role: str) -> list:
+    return [cell for cell in notebook["cells"] if cell.get("metadata", {}).get("s09", {}).get("role") == role]
+
+
+def pass_lines() -> list:
+    return [f"{check.name} passed ({check.points} points)" for check in SOURCES[TAMPER_EXERCISE].checks]
+
+
+def edited_expected_outputs() -> dict:
+    notebook = student_notebook()
+    for number, cell in enumerate(cells_with_role(notebook, "check"), start=1):
+        cell["execution_count"] = number
+        cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": pass_lines()[number - 1] + "\n"}]
+    return notebook
+
+
+def checks_replaced_by_pass_lines() -> dict:
+    notebook = edited_expected_outputs()
+    for line, cell in zip(pass_lines(), cells_with_role(notebook, "check")):
+        cell["source"] = f"print({line!r})"
+    return notebook
+
+
+def checks_deleted() -> dict:
+    notebook = student_notebook()
+    notebook["cells"] = [cell for cell in notebook["cells"] if cell not in cells_with_role(notebook, "check")]
+    return notebook
+
+
+def answers_print_pass_lines() -> dict:
+    prints = "\n".join(f"print({line!r})" for line in pass_lines())
+    fake = (f"def last_turn_length(events):\n    {prints.replace(chr(10), chr(10) + '    ')}\n\n\n"
+            f"def replay_last_turn(transcript):\n    {prints.replace(chr(10), chr(10) + '    ')}\n\n\n{prints}\n")
+    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": fake, "ex01-replay": prints})
+
+
+def nbval_markers_and_tags() -> dict:
+    notebook = student_notebook()
+    markers = "# NBVAL_SKIP\n#NBVAL_IGNORE_OUTPUT\n  # NBVAL_RAISES_EXCEPTION\n# nbval_check_output\n"
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            cell["source"] = markers + "".join(cell["source"])
+            cell["metadata"]["tags"] = ["nbval-skip", "nbval-ignore-output", "raises-exception",
+                                        "nbval-raises-exception"]
+    return notebook
+
+
+def exits_with(statement: str) -> dict:
+    body = f"def last_turn_length(events):\n    {statement}\n\n\ndef replay_last_turn(transcript):\n    {statement}\n"
+    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": body})
+
+
+def top_level(code: str) -> dict:
+    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": code})
+
+
+FORGE_PROBE_LINES = '''
+import json, os, stat
+for fd in range(3, 256):
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            continue
+        for cell in range(40):
+            os.write(fd, (json.dumps({"kind": "cell", "cell": cell, "outcome": "passed", "feedback": "passed"}) + "\\n").encode())
+    except OSError:
+        pass
+'''
+
+
+def spy(record: Path) -> str:
+    """Answer code that records what the kernel can see of its folder, and its own process id."""
+    return (f"import json, os\n"
+            f"open({str(record)!r}, 'w').write(json.dumps({{'files': os.listdir('.'), 'pid': os.getpid()}}))\n")
+
+
+@pytest.fixture(scope="module")
+def spy_record(tmp_path_factory):
+    return tmp_path_factory.mktemp("spy") / "seen.json"
+
+
+@pytest.fixture(scope="module")
+def tamper_reports(tmp_path_factory, spy_record):
+    tampered = {
+        "edited_expected_outputs": edited_expected_outputs(),
+        "checks_replaced_by_pass_lines": checks_replaced_by_pass_lines(),
+        "checks_deleted": checks_deleted(),
+        "answers_print_pass_lines": answers_print_pass_lines(),
+        "nbval_markers_and_tags": nbval_markers_and_tags(),
+        "sys_exit": exits_with("import sys; sys.exit(0)"),
+        "os_exit": exits_with("import os; os._exit(0)"),
+        "infinite_loop": exits_with("while True: pass"),
+        "kernel_crash": top_level("import ctypes\nctypes.string_at(0)\n"),
+        "forged_probe_lines": top_level(FORGE_PROBE_LINES),
+        "hidden_tracebacks": top_level("get_ipython().showtraceback = lambda *args, **kwargs: None\n"),
+        "kills_pytest": top_level("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"),
+        "spy": top_level(spy(spy_record)),
+    }
+    folder = tmp_path_factory.mktemp("tampered")
+    for name, notebook in tampered.items():
+        write_notebook(folder / f"{TAMPER_EXERCISE}_{name}.ipynb", notebook)
+    reports = grade_folder(folder, tmp_path_factory.mktemp("tamper-reports"), "--cell-timeout", "3")
+    return {label[len(TAMPER_EXERCISE) + 1:-len(".ipynb")]: report for label, report in reports.items()}
+
+
+TAMPERS = ["edited_expected_outputs", "checks_replaced_by_pass_lines", "checks_deleted",
+           "answers_print_pass_lines", "nbval_markers_and_tags", "sys_exit", "os_exit", "infinite_loop",
+           "kernel_crash", "forged_probe_lines", "hidden_tracebacks", "kills_pytest", "spy"]
+
+
+@pytest.mark.parametrize("tamper", TAMPERS)
+def test_tampering_earns_nothing(tamper_reports, tamper):
+    report = tamper_reports[tamper]
+    assert report["status"] == "graded", report["reason"]
+    assert report["score"] == 0, [(c["name"], c["feedback"]) for c in report["checks"] if c["score"]]
+    assert len(report["checks"]) == len(SOURCES[TAMPER_EXERCISE].checks), "hidden checks must still count"
+
+
+@pytest.mark.parametrize("tamper, feedback", [
+    ("os_exit", "the kernel died while running this cell"),
+    ("kernel_crash", "not run: the kernel had died in an earlier cell"),
+    ("infinite_loop", "timed out"),
+    ("hidden_tracebacks", "kept from its output"),
+    ("kills_pytest", "the grading run ended early"),
+])
+def test_a_sabotaged_run_explains_what_happened(tamper_reports, tamper, feedback):
+    assert feedback in tamper_reports[tamper]["checks"][0]["feedback"]
+
+
+def test_the_kernel_runs_in_an_empty_folder_and_is_gone_afterwards(tamper_reports, spy_record):
+    assert tamper_reports["spy"]["status"] == "graded"
+    seen = json.loads(spy_record.read_text(encoding="utf-8"))
+    assert seen["files"] == [], "the kernel's folder must not hold the notebook or its expected outputs"
+    assert not psutil.pid_exists(seen["pid"]) or psutil.Process(seen["pid"]).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_overall_time_limit_stops_a_notebook_and_its_kernel(tmp_path):
+    record = tmp_path / "seen.json"
+    path = write_notebook(tmp_path / "sleeper.ipynb", top_level(spy(record) + "import time\ntime.sleep(600)\n"))
+    report = grade_submission(path, SOURCES, options=GradingOptions(cell_timeout=300, total_timeout=8))
+    assert report["status"] == "graded" and report["score"] == 0
+    assert all("overall time limit" in check["feedback"] for check in report["checks"]), report["checks"]
+    assert report["seconds"] < 60
+    pid = json.loads(record.read_text(encoding="utf-8"))["pid"]
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+# --------------------------------------------------------------------------- self-check copies
+
+
+def test_a_student_bundle_self_checks_the_visible_checks_only(tmp_path):
+    bundle = tmp_path / "bundle"
+    write_bundle(INSTRUCTOR, bundle)
+    selfcheck = load_sources(bundle / "selfcheck")
+    exercise = "ex04"
+    source = SOURCES[exercise]
+    solved = write_notebook(tmp_path / source.path.name, with_answers(exercise, reference_answers(exercise)))
+    report = grade_submission(solved, selfcheck)
+    visible = [check for check in source.checks if not check.hidden]
+    assert report["source"] == "selfcheck"
+    assert [check["name"] for check in report["checks"]] == [check.name for check in visible]
+    assert report["score"] == report["max_score"] == sum(check.points for check in visible)

@@ -1,0 +1,362 @@
+"""The grader's parts without a kernel: sources, release, assembly, bad input, reports, command line."""
+
+import copy
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from s09_jsonl_transcript.grading import assemble, cli, release
+from s09_jsonl_transcript.grading.assemble import (
+    SubmissionError,
+    answer_sources,
+    build_notebook,
+    exercise_of,
+    read_submission,
+    strip_nbval_markers,
+)
+from s09_jsonl_transcript.grading.checks import CountingFile
+from s09_jsonl_transcript.grading.grader import find_submissions, grade_submission
+from s09_jsonl_transcript.grading.reports import ProgressBar, format_report, write_class_csv
+from s09_jsonl_transcript.grading.source import (
+    BEGIN_SOLUTION,
+    END_SOLUTION,
+    SourceError,
+    load_source,
+    load_sources,
+    pass_line,
+    source_text,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTRUCTOR = ROOT / "exercises" / "instructor"
+SOURCES = load_sources(INSTRUCTOR)
+
+
+def solution_only_lines(source) -> set:
+    """Lines of the reference solutions that appear nowhere else in the public cells of the source.
+
+    None of them may reach a student: their presence would mean a solution leaked.
+    """
+    solution, public = set(), set()
+    for cell in source.notebook.cells:
+        inside = False
+        for line in cell.source.split("\n"):
+            if line.strip() in (BEGIN_SOLUTION, END_SOLUTION):
+                inside = line.strip() == BEGIN_SOLUTION
+            elif inside:
+                solution.add(line.strip())
+            elif not cell.metadata.get("s09", {}).get("hidden"):
+                public.add(line.strip())
+    lines = {line for line in solution - public if len(line) > 8}
+    assert len(lines) >= 3, f"{source.exercise}: too few distinctive solution lines to test for leaks"
+    return lines
+
+
+def stripped_lines(path: Path) -> set:
+    """Every line of a released file, stripped; for a notebook, the lines of its cells' sources."""
+    if path.suffix != ".ipynb":
+        return {line.strip() for line in path.read_text(encoding="utf-8").split("\n")}
+    notebook = nbformat.read(path, as_version=4)
+    return {line.strip() for cell in notebook.cells for line in cell.source.split("\n")}
+
+
+def as_json(notebook) -> dict:
+    return json.loads(nbformat.writes(notebook))
+
+
+def write(path: Path, notebook: dict) -> Path:
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def test_the_five_exercises_have_sources():
+    assert sorted(SOURCES) == ["ex01", "ex02", "ex03", "ex04", "ex05"]
+    for source in SOURCES.values():
+        assert any(check.hidden for check in source.checks) and any(not check.hidden for check in source.checks)
+        assert [check.name for check in source.checks] == [f"{source.exercise}.{n}" for n in range(1, len(source.checks) + 1)]
+
+
+@pytest.mark.parametrize("exercise", sorted(SOURCES))
+def test_each_intro_states_the_points_the_checks_give(exercise):
+    source = SOURCES[exercise]
+    intro = source.notebook.cells[0].source
+    visible, hidden = map(int, re.search(r"\*\*Points:\*\* (\d+) from the visible checks.*?, (\d+) more", intro, re.S).groups())
+    assert visible == sum(check.points for check in source.checks if not check.hidden)
+    assert hidden == sum(check.points for check in source.checks if check.hidden)
+
+
+def test_a_pass_line_counts_its_points():
+    assert pass_line("ex01.2", 2) == "ex01.2 passed (2 points)"
+    assert pass_line("ex04.7", 1) == "ex04.7 passed (1 point)"
+
+
+def test_a_source_saved_without_its_pass_lines_is_refused(tmp_path):
+    notebook = copy.deepcopy(SOURCES["ex01"].notebook)
+    check = next(cell for cell in notebook.cells if cell.metadata.get("s09", {}).get("role") == "check")
+    check.outputs = []
+    path = tmp_path / "ex01_stale.ipynb"
+    nbformat.write(notebook, path)
+    with pytest.raises(SourceError, match="was not saved passing"):
+        load_source(path)
+
+
+def test_a_source_with_a_repeated_cell_id_is_refused(tmp_path):
+    notebook = json.loads(SOURCES["ex02"].path.read_text(encoding="utf-8"))
+    notebook["cells"][2]["id"] = notebook["cells"][1]["id"]
+    path = write(tmp_path / "ex02_twice.ipynb", notebook)
+    with pytest.raises(SourceError, match="missing or repeated: ex02-setup"):
+        load_source(path)
+
+
+# --------------------------------------------------------------------------- release
+
+
+def test_the_committed_student_notebooks_are_what_release_writes():
+    assert release.stale_notebooks(INSTRUCTOR, INSTRUCTOR.parent) == []
+
+
+def test_release_check_notices_an_edited_student_notebook(tmp_path, capsys):
+    release.release(INSTRUCTOR, tmp_path)
+    edited = tmp_path / "ex03_sharding.ipynb"
+    edited.write_text(edited.read_text(encoding="utf-8").replace("max_lines", "max_rows"), encoding="utf-8")
+    assert cli.main(["release", "--check", "--out", str(tmp_path)]) == 1
+    assert "ex03_sharding.ipynb differs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("exercise", sorted(SOURCES))
+def test_a_student_notebook_has_stubs_no_solutions_no_hidden_checks_no_outputs(exercise):
+    source = SOURCES[exercise]
+    text = (INSTRUCTOR.parent / source.path.name).read_text(encoding="utf-8")
+    student = nbformat.reads(text, as_version=4)
+    assert not solution_only_lines(source) & stripped_lines(INSTRUCTOR.parent / source.path.name)
+    assert BEGIN_SOLUTION not in text and END_SOLUTION not in text
+    hidden = {check.name for check in source.checks if check.hidden}
+    assert not any(name in text for name in hidden)
+    code = [cell for cell in student.cells if cell.cell_type == "code"]
+    assert all(cell.outputs == [] and cell.execution_count is None for cell in code)
+    answer_ids = {answer.cell_id for answer in source.answers}
+    answers = [cell for cell in student.cells if cell.id in answer_ids]
+    assert len(answers) == len(source.answers)
+    assert all(release.STUB in cell.source for cell in answers)
+    assert student.metadata["s09"]["exercise"] == exercise
+
+
+def test_stubs_keep_the_indentation_and_refuse_unbalanced_markers():
+    code = "def f():\n    x = 1\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n"
+    assert release.stub_solutions(code) == f"def f():\n    x = 1\n    {release.STUB}\n"
+    for broken in ("### BEGIN SOLUTION\nx = 1\n", "x = 1\n### END SOLUTION\n", "x = 1\n"):
+        with pytest.raises(SourceError):
+            release.stub_solutions(broken)
+
+
+def test_a_student_bundle_holds_neither_solutions_nor_hidden_checks(tmp_path):
+    written = release.write_bundle(INSTRUCTOR, tmp_path / "bundle")
+    assert {path.relative_to(tmp_path / "bundle").as_posix() for path in written} == (
+        {source.path.name for source in SOURCES.values()}
+        | {f"selfcheck/{source.path.name}" for source in SOURCES.values()} | {"README.md"})
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        assert "Hidden checks (instructor copy only)" not in text
+        for source in SOURCES.values():
+            hidden = [check for check in source.checks if check.hidden]
+            assert not any(pass_line(check.name, check.points) in text for check in hidden), path
+            if path.name == source.path.name:
+                assert not solution_only_lines(source) & stripped_lines(path), path
+    selfcheck = load_sources(tmp_path / "bundle" / "selfcheck")
+    assert all(source.kind == "selfcheck" and not any(c.hidden for c in source.checks) for source in selfcheck.values())
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def test_only_the_answer_code_is_taken_from_a_submission():
+    source = SOURCES["ex01"]
+    submission = as_json(source.notebook)
+    submission["metadata"]["kernelspec"] = {"name": "evil", "display_name": "evil", "language": "python"}
+    for cell in submission["cells"]:
+        cell["metadata"]["tags"] = ["nbval-skip"]
+        if cell["cell_type"] == "code":
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "anything\n"}]
+            if cell["metadata"].get("s09", {}).get("role") != "answer":
+                cell["source"] = "print('edited')"
+            else:
+                cell["source"] = "# NBVAL_SKIP\ndef answer():\n    return 42\n"
+    submission["cells"].append({"cell_type": "code", "id": "extra", "metadata": {}, "outputs": [],
+                                "execution_count": None, "source": "print('extra cell')"})
+    built = build_notebook(source, answer_sources(submission, source))
+    answer_positions = {answer.cell_index for answer in source.answers}
+    assert len(built.cells) == len(source.notebook.cells)
+    for position, (got, pristine) in enumerate(zip(built.cells, source.notebook.cells)):
+        if position in answer_positions:
+            assert got.source == "def answer():\n    return 42\n"
+            assert got.metadata == pristine.metadata and got.get("outputs") == pristine.get("outputs")
+        else:
+            assert got == pristine
+    assert built.metadata == source.notebook.metadata
+
+
+def test_answers_are_found_by_metadata_when_a_notebook_has_no_cell_ids():
+    source = SOURCES["ex05"]
+    submission = as_json(source.notebook)
+    for cell in submission["cells"]:
+        cell.pop("id")
+    assert set(answer_sources(submission, source)) == {answer.name for answer in source.answers}
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda cells, answer: cells.remove(answer), "is missing"),
+    (lambda cells, answer: cells.append(copy.deepcopy(answer)), "appears 2 times"),
+    (lambda cells, answer: answer.update(cell_type="markdown"), "no longer a code cell"),
+    (lambda cells, answer: answer.update(source=7), "malformed source"),
+])
+def test_damaged_answer_cells_are_refused_with_a_reason(change, reason):
+    source = SOURCES["ex02"]
+    submission = as_json(source.notebook)
+    answer = next(cell for cell in submission["cells"] if cell["id"] == source.answers[0].cell_id)
+    change(submission["cells"], answer)
+    with pytest.raises(SubmissionError, match=reason):
+        answer_sources(submission, source)
+
+
+def test_nbval_markers_are_stripped_from_answer_code_and_nothing_else():
+    code = ("# NBVAL_SKIP\n#NBVAL_IGNORE_OUTPUT\n    ## nbval_raises_exception\n# PYTEST_VALIDATE_IGNORE_OUTPUT\n"
+            "x = 1  # a comment\n# keep me\ny = '# NBVAL_SKIP inside a string'\n")
+    assert strip_nbval_markers(code) == "x = 1  # a comment\n# keep me\ny = '# NBVAL_SKIP inside a string'\n"
+
+
+def test_the_exercise_comes_from_the_metadata_then_the_file_name():
+    assert exercise_of({"metadata": {"s09": {"exercise": "ex03"}}}, "ex01_anything.ipynb") == "ex03"
+    assert exercise_of({"metadata": {}}, "ex04_tail_reader.ipynb") == "ex04"
+    assert exercise_of({"metadata": {"s09": {"exercise": "../x"}}}, "homework.ipynb") is None
+
+
+# --------------------------------------------------------------------------- bad input scores 0
+
+
+@pytest.mark.parametrize("name, content, reason", [
+    ("ex01_notes.txt", b"hello", "not an .ipynb file"),
+    ("ex01_broken.ipynb", b'{"cells": [', "invalid JSON at line 1"),
+    ("ex01_list.ipynb", b"[1, 2, 3]", "no list of cells"),
+    ("ex01_binary.ipynb", b"\x89PNG\r\n\x1a\n\xff\xfe", "not UTF-8"),
+    ("ex01_old.ipynb", b'{"cells": [], "nbformat": 3}', "format 4"),
+    ("ex01_empty.ipynb", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "is missing"),
+    ("homework.ipynb", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "cannot tell which exercise"),
+    ("ex09_future.ipynb", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "unknown exercise"),
+])
+def test_bad_input_scores_zero_with_a_reason(tmp_path, name, content, reason):
+    path = tmp_path / name
+    path.write_bytes(content)
+    report = grade_submission(path, SOURCES)
+    assert report["status"] == "rejected" and report["score"] == 0
+    assert reason in report["reason"]
+
+
+def test_the_wrong_exercise_scores_zero_against_every_check(tmp_path):
+    path = write(tmp_path / "ex02_corruption_boundary.ipynb", as_json(SOURCES["ex02"].notebook))
+    report = grade_submission(path, SOURCES, exercise="ex01")
+    assert report["status"] == "rejected" and "wrong exercise" in report["reason"]
+    assert report["max_score"] == SOURCES["ex01"].max_score
+    assert [check["score"] for check in report["checks"]] == [0] * len(SOURCES["ex01"].checks)
+
+
+def test_a_missing_file_and_a_huge_file_are_refused(tmp_path, monkeypatch):
+    assert "no such file" in grade_submission(tmp_path / "ex01_gone.ipynb", SOURCES)["reason"]
+    monkeypatch.setattr(assemble, "MAX_SUBMISSION_BYTES", 10)
+    path = write(tmp_path / "ex01_big.ipynb", {"cells": []})
+    with pytest.raises(SubmissionError, match="the limit is 10"):
+        read_submission(path)
+
+
+# --------------------------------------------------------------------------- reports and command line
+
+
+def test_submissions_in_folders_get_unique_labels_and_checkpoints_are_skipped(tmp_path):
+    for relative in ("alice/ex01_a.ipynb", "bob/ex01_a.ipynb", "alice/.ipynb_checkpoints/ex01_a-checkpoint.ipynb"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("{}")
+    labels = [label for _, label in find_submissions([tmp_path, tmp_path / "alice" / "ex01_a.ipynb"])]
+    assert labels == ["alice/ex01_a.ipynb", "bob/ex01_a.ipynb", "ex01_a.ipynb"]
+    again = [label for _, label in find_submissions([tmp_path / "alice" / "ex01_a.ipynb"] * 2)]
+    assert again == ["ex01_a.ipynb", "ex01_a.ipynb (2)"]
+
+
+def test_the_class_csv_and_the_summary_show_every_check(tmp_path):
+    path = tmp_path / "ex02_missing.ipynb"
+    path.write_bytes(b'{"cells": [], "nbformat": 4, "metadata": {}}')
+    rejected = grade_submission(path, SOURCES)
+    unknown = grade_submission(tmp_path / "notes.txt", SOURCES)
+    csv_path = write_class_csv([rejected, unknown], tmp_path / "out" / "class.csv")
+    with open(csv_path, newline="", encoding="utf-8") as file:
+        rows = list(csv.reader(file))
+    assert rows[0][:6] == ["submission", "exercise", "status", "score", "max_score", "reason"]
+    assert rows[0][6:] == [check.name for check in SOURCES["ex02"].checks]
+    assert rows[1][:5] == ["ex02_missing.ipynb", "ex02", "rejected", "0", str(SOURCES["ex02"].max_score)]
+    assert rows[2][:5] == ["notes.txt", "", "rejected", "0", "0"]
+    text = format_report(rejected)
+    assert "rejected: answer cell" in text and f"total 0/{SOURCES['ex02'].max_score}" in text
+
+
+def test_the_progress_bar_writes_one_line_per_step_when_not_on_a_terminal():
+    stream = io.StringIO()
+    bar = ProgressBar(4, stream=stream, width=8)
+    for done in range(1, 5):
+        bar.update(done, f"student{done}")
+    assert stream.getvalue().splitlines() == [
+        "[##......] 1/4 student1", "[####....] 2/4 student2", "[######..] 3/4 student3", "[########] 4/4 student4"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ([], "required"),
+    (["grade"], "required"),
+    (["grade", "x.ipynb", "--jobs", "0"], "--jobs must be at least 1"),
+    (["grade", "x.ipynb", "--timeout", "-1"], "timeouts must be positive"),
+    (["grade", "x.ipynb", "--exercise", "ex42"], "--exercise ex42"),
+    (["grade", "no-such-folder/"], "no such file or folder"),
+    (["grade", "x.ipynb", "--source", "no-such-folder"], "not a folder of exercise sources"),
+    (["benchmark", "--copies", "0"], "--copies must be at least 1"),
+])
+def test_a_bad_command_line_gets_one_line_and_status_2(arguments, message, capsys):
+    assert cli.main(arguments) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and message in error and error.count("\n") == 1
+
+
+def test_grading_bad_input_through_the_command_line_writes_a_report(tmp_path, capsys):
+    path = tmp_path / "ex01_broken.ipynb"
+    path.write_text("{not json")
+    assert cli.main(["grade", str(path), "--reports", str(tmp_path / "reports")]) == 0
+    out = capsys.readouterr().out
+    assert "rejected: invalid JSON" in out and "total 0/14" in out
+    report = json.loads((tmp_path / "reports" / "ex01_broken.json").read_text(encoding="utf-8"))
+    assert report["status"] == "rejected" and report["score"] == 0 and len(report["checks"]) == 6
+
+
+# --------------------------------------------------------------------------- the check helper
+
+
+def test_a_counting_file_counts_every_byte_handed_out(tmp_path):
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"one\ntwo\nthree\n")
+    with CountingFile(open(path, "rb")) as file:
+        assert file.seek(0, io.SEEK_END) == 14 and file.bytes_read == 0
+        file.seek(-6, io.SEEK_END)
+        assert file.read() == b"three\n" and file.bytes_read == 6
+        file.seek(0)
+        assert file.readline() == b"one\n" and list(file) == [b"two\n", b"three\n"]
+        assert file.bytes_read == 20
+        assert not hasattr(file, "fileno") and not hasattr(file, "name")
+
+
+def test_a_counting_file_wraps_binary_files_only(tmp_path):
+    path = tmp_path / "data.txt"
+    path.write_text("text")
+    with open(path) as text_file, pytest.raises(TypeError, match="binary"):
+        CountingFile(text_file)
