@@ -67,6 +67,7 @@ _REQUIRED_STRINGS = {
     TYPE_FUNCTION_CALL_RESULT: ("callId",),
     TYPE_AI_TITLE: ("title",),
 }
+_ENVELOPE_KEYS = frozenset({"schema_version", "sequence", "session_id", "event_id"})
 _BLOCK = 64 * 1024
 _NOT_JSON = object()
 
@@ -144,39 +145,37 @@ class OsFileIO:
         os.close(fd)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def _json_copy(value, depth=0):
     """Return a deep copy of value built only from exact JSON types, or raise TranscriptValidationError."""
-    if depth > MAX_NESTING:
-        raise TranscriptValidationError(f"event is nested deeper than {MAX_NESTING} levels")
-    if value is None or isinstance(value, bool):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # immutable: nothing to copy
         return value
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
-        return str(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
+    if depth >= MAX_NESTING:
+        raise TranscriptValidationError(f"event is nested deeper than {MAX_NESTING} levels")
+    if kind is dict:
+        if not all(type(key) is str for key in value):
+            raise TranscriptValidationError(f"object keys must be strings, not {next(k for k in value if type(k) is not str)!r}")
+        return {key: _json_copy(item, depth + 1) for key, item in value.items()}
+    if kind is list:
+        return [_json_copy(item, depth + 1) for item in value]
+    if kind is float:
         if not math.isfinite(value):
             raise TranscriptValidationError(f"{value!r} has no exact JSON representation")
-        return float(value)
-    if isinstance(value, list):
-        return [_json_copy(item, depth + 1) for item in value]
-    if isinstance(value, dict):
-        copied = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TranscriptValidationError(f"object keys must be strings, not {key!r}")
-            copied[str(key)] = _json_copy(item, depth + 1)
-        return copied
-    raise TranscriptValidationError(f"{type(value).__name__} is not a JSON type")
+        return value
+    for plain in (str, bool, int, float, list, dict):  # subclasses (an IntEnum, say): copy as the plain type
+        if isinstance(value, plain):
+            return _json_copy(plain(value), depth)
+    raise TranscriptValidationError(f"{kind.__name__} is not a JSON type")
 
 
 def _shape_problem(event: dict) -> str | None:
-    """Say what a known event type is missing, or None when replay can map it."""
-    event_type = event["type"]
+    """Say what an event lacks for replay to map it, or None when nothing is missing."""
+    event_type = event.get("type")
+    if type(event_type) is not str:
+        return "record has no string 'type'"
     for name in _REQUIRED_STRINGS.get(event_type, ()):
         if not isinstance(event.get(name), str):
             return f"a {event_type} event needs a string {name!r}"
@@ -346,7 +345,10 @@ class JSONLTranscript:
         }
 
     def _encode(self, record: dict, previous_line: bytes) -> bytes:
-        line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+        try:
+            line = _ENCODER.encode(record).encode("utf-8")
+        except UnicodeEncodeError:
+            raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
         if self.integrity:
             line = _seal(previous_line, line)
         if len(line) + 1 > self.max_record_bytes:
@@ -452,22 +454,23 @@ class JSONLTranscript:
             return self._fold_lines(self._lines_of(file), _RecordChecker(self))
 
     def _lines_of(self, file) -> Iterator[tuple]:
-        """Yield (line_number, byte_offset, raw bytes, terminated), never holding more than one record."""
-        offset = 0
-        for number in itertools.count(1):
-            raw = file.readline(self.max_record_bytes + 1)
-            if not raw:
+        """Yield (line_number, byte_offset, raw bytes, terminated), never holding much more than one record."""
+        number, offset, pending = 0, 0, b""
+        while block := file.read(_BLOCK):
+            *complete, pending = (pending + block).split(b"\n")
+            for raw in complete:
+                number += 1
+                if len(raw) >= self.max_record_bytes:
+                    raise TranscriptCorruptionError(self.path, number, offset, f"record longer than {self.max_record_bytes} bytes")
+                yield number, offset, raw, True
+                offset += len(raw) + 1
+            if len(pending) >= self.max_record_bytes:  # longer than any record append accepts
+                if _skip_past_newline(file):
+                    raise TranscriptCorruptionError(self.path, number + 1, offset, f"record longer than {self.max_record_bytes} bytes")
+                yield number + 1, offset, b"", False  # it runs to the end of the file: a torn tail
                 return
-            if len(raw) > self.max_record_bytes:  # longer than any record append accepts
-                if raw.endswith(b"\n") or _skip_past_newline(file):
-                    raise TranscriptCorruptionError(
-                        self.path, number, offset, f"record longer than {self.max_record_bytes} bytes"
-                    )
-                yield number, offset, b"", False  # it runs to the end of the file: a torn tail
-                return
-            terminated = raw.endswith(b"\n")
-            yield number, offset, raw[:-1] if terminated else raw, terminated
-            offset += len(raw)
+        if pending:
+            yield number + 1, offset, pending, False
 
     def _read_recent(self, count: int) -> _Read:
         """Read the last count records from the tail of the file.
@@ -590,10 +593,14 @@ def _reject_constant(name):
     raise ValueError(f"{name} is not JSON")
 
 
+# Built once: json.loads and json.dumps with options build a new decoder or encoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _parse_json(raw: bytes):
     """The JSON value on one line, or _NOT_JSON when the bytes are not one JSON document."""
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        return _DECODER.decode(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return _NOT_JSON
 
@@ -607,6 +614,7 @@ class _RecordChecker:
     def __init__(self, transcript: JSONLTranscript, *, expected_sequence=1, previous_line=b"", allow_legacy=True):
         self.path = transcript.path
         self.session_id = transcript.session_id
+        self.id_prefix = event_id_for(transcript.session_id, "")
         self.require_chain = transcript.integrity
         self.expected = expected_sequence  # None: a tail read takes it from its first record
         self.previous_line = previous_line  # None: the first record's chain cannot be checked
@@ -614,53 +622,46 @@ class _RecordChecker:
         self.chained = False
 
     def check(self, value, raw: bytes, number, offset) -> dict:
-        def fail(reason):
-            raise TranscriptCorruptionError(self.path, number, offset, reason)
-
+        """Return the record on this line (value parsed from raw), or raise naming the line."""
+        record, problem = value, None
         if value is _NOT_JSON:
-            fail("invalid complete JSON record")
-        if not isinstance(value, dict):
-            fail("record must be a JSON object")
-        expected = self.expected if self.expected is not None else value.get("sequence")
-        if self.allow_legacy and not value.keys() & {"schema_version", "sequence", "session_id", "event_id"}:
-            record = {**value, "sequence": expected, "session_id": self.session_id,
-                      "event_id": event_id_for(self.session_id, expected)}
+            problem = "invalid complete JSON record"
+        elif type(value) is not dict:
+            problem = "record must be a JSON object"
+        elif self.allow_legacy and not value.keys() & _ENVELOPE_KEYS:
+            record = {**value, "sequence": self.expected, "session_id": self.session_id,
+                      "event_id": self.id_prefix + str(self.expected)}
+            problem = _shape_problem(record)
         else:
             self.allow_legacy = False
-            record = value
-            self._check_envelope(record, expected, fail)
-        if not isinstance(record.get("type"), str):
-            fail("record has no string 'type'")
-        problem = _shape_problem(record)
+            expected = value.get("sequence") if self.expected is None else self.expected
+            problem = self._envelope_problem(value, expected) or _shape_problem(value)
+            if not problem and (self.chained or self.require_chain or CHAIN_FIELD in value):
+                problem = self._chain_problem(value, raw)
         if problem:
-            fail(problem)
-        self._check_chain(record, raw, fail)
-        self.expected, self.previous_line = expected + 1, raw
+            raise TranscriptCorruptionError(self.path, number, offset, problem)
+        self.expected, self.previous_line = record["sequence"] + 1, raw
         return record
 
-    def _check_envelope(self, record: dict, expected, fail) -> None:
-        version = record.get("schema_version")
+    def _envelope_problem(self, record: dict, expected) -> str | None:
+        version, sequence = record.get("schema_version"), record.get("sequence")
         if type(version) is not int or version < 1:
-            fail(f"bad schema_version {version!r}")
+            return f"bad schema_version {version!r}"
         if version > SCHEMA_VERSION:
-            fail(f"schema_version {version} is newer than this code understands ({SCHEMA_VERSION})")
-        sequence = record.get("sequence")
+            return f"schema_version {version} is newer than this code understands ({SCHEMA_VERSION})"
         if type(sequence) is not int or sequence != expected or sequence < 1:
-            fail(f"expected sequence {expected}, got {sequence!r}")
+            return f"expected sequence {expected}, got {sequence!r}"
         if record.get("session_id") != self.session_id:
-            fail(f"expected session_id {self.session_id!r}, got {record.get('session_id')!r}")
-        if record.get("event_id") != event_id_for(self.session_id, sequence):
-            fail(f"expected event_id {event_id_for(self.session_id, sequence)!r}, got {record.get('event_id')!r}")
+            return f"expected session_id {self.session_id!r}, got {record.get('session_id')!r}"
+        if record.get("event_id") != self.id_prefix + str(sequence):
+            return f"expected event_id {self.id_prefix + str(sequence)!r}, got {record.get('event_id')!r}"
+        return None
 
-    def _check_chain(self, record: dict, raw: bytes, fail) -> None:
+    def _chain_problem(self, record: dict, raw: bytes) -> str | None:
         if CHAIN_FIELD not in record:
-            if self.chained or self.require_chain:
-                fail("record has no chain field (integrity is on)")
-            return
+            return "record has no chain field (integrity is on)" if self.chained or self.require_chain else None
         self.chained = True
-        problem = _chain_problem(self.previous_line, raw) if self.previous_line is not None else None
-        if problem:
-            fail(problem)
+        return _chain_problem(self.previous_line, raw) if self.previous_line is not None else None
 
 
 @dataclass(frozen=True)
@@ -685,6 +686,19 @@ def _fold(events: list, window: list, read: _Read) -> ReplayState:
     listed in pending_calls (a crash in the middle of a tool call); the runtime
     must answer it before sending the messages.
     """
+    title, snapshots, reasoning_count, open_calls = None, [], 0, {}
+    for event in events:
+        event_type = event["type"]
+        if event_type == TYPE_FUNCTION_CALL:
+            open_calls[event["callId"]] = event
+        elif event_type == TYPE_FUNCTION_CALL_RESULT:
+            open_calls.pop(event["callId"], None)
+        elif event_type == TYPE_AI_TITLE:
+            title = event["title"]
+        elif event_type == TYPE_FILE_SNAPSHOT:
+            snapshots.append(event)
+        elif event_type == TYPE_REASONING:
+            reasoning_count += 1
     calls_in_window = {e["callId"] for e in window if e["type"] == TYPE_FUNCTION_CALL}
     messages = []
     for event in window:
@@ -693,18 +707,16 @@ def _fold(events: list, window: list, read: _Read) -> ReplayState:
         message = event_to_message(event)
         if message is not None:
             messages.append(message)
-    answered = {e["callId"] for e in events if e["type"] == TYPE_FUNCTION_CALL_RESULT}
-    titles = [e["title"] for e in events if e["type"] == TYPE_AI_TITLE]
     last_sequence = read.events[-1]["sequence"] if read.events else 0
     return ReplayState(
         messages=messages,
-        title=titles[-1] if titles else None,
-        file_snapshots=[e for e in events if e["type"] == TYPE_FILE_SNAPSHOT],
+        title=title,
+        file_snapshots=snapshots,
         total_events=last_sequence,
-        reasoning_count=sum(1 for e in events if e["type"] == TYPE_REASONING),
+        reasoning_count=reasoning_count,
         next_sequence=last_sequence + 1,
         ignored_partial_tail=read.torn_tail_offset is not None,
-        pending_calls=[e for e in events if e["type"] == TYPE_FUNCTION_CALL and e["callId"] not in answered],
+        pending_calls=list(open_calls.values()),
     )
 
 

@@ -355,3 +355,14 @@ def test_the_integrity_chain_round_trips_and_is_required_when_on(tmp_path):
     with pytest.raises(TranscriptCorruptionError, match="no chain"):
         JSONLTranscript(plain.path, integrity=True).read_events()
     assert os.path.getsize(plain.path) > 0
+
+
+def test_after_cutting_a_torn_tail_the_chain_continues_from_the_last_record(tmp_path):
+    sealed = JSONLTranscript(tmp_path / "s.jsonl", integrity=True)
+    sealed.append(USER)
+    sealed.close()
+    with open(sealed.path, "ab") as file:
+        file.write(b'{"torn": ')
+    with JSONLTranscript(sealed.path, integrity=True) as reopened:
+        reopened.append(USER)
+    assert len(JSONLTranscript(sealed.path, integrity=True).read_events()) == 2
