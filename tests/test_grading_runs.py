@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from s09_jsonl_transcript.grading.benchmark import run_benchmark
 from s09_jsonl_transcript.grading.cli import main
 from s09_jsonl_transcript.grading.grader import GradingOptions, grade_submission
 from s09_jsonl_transcript.grading.release import write_bundle
@@ -322,3 +323,9 @@ def test_a_student_bundle_self_checks_the_visible_checks_only(tmp_path):
     assert report["source"] == "selfcheck"
     assert [check["name"] for check in report["checks"]] == [check.name for check in visible]
     assert report["score"] == report["max_score"] == sum(check.points for check in visible)
+
+
+def test_the_benchmark_grades_copies_of_the_reference_solutions():
+    result = run_benchmark({"ex04": SOURCES["ex04"]}, copies=2, jobs=2)
+    assert result["submissions"] == 2 and result["all_full_marks"]
+    assert 0 < result["mean_submission_seconds"] <= result["slowest_submission_seconds"] <= result["folder_seconds"]

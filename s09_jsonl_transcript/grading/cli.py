@@ -52,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     refresh_command.add_argument("--source", type=Path, help=source_help)
 
     grade = commands.add_parser("grade", help="grade notebooks (files, or folders searched recursively)")
-    grade.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    grade.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                       help="a submitted notebook, or a folder searched for notebooks")
     grade.add_argument("--source", type=Path, help=source_help)
     grade.add_argument("--exercise", help="grade every notebook as this exercise (e.g. ex01); others score 0")
     grade.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,

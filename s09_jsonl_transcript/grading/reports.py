@@ -45,7 +45,8 @@ def write_class_csv(reports: list, path) -> Path:
 
 def format_report(report: dict) -> str:
     """One submission's result: a line per check with its feedback, then the total."""
-    lines = [f"{report['submission']}  ({report['exercise'] or 'unknown exercise'})"]
+    kind = ", self-check: visible checks only" if report["source"] == "selfcheck" else ""
+    lines = [f"{report['submission']}  ({report['exercise'] or 'unknown exercise'}{kind})"]
     if report["reason"]:
         lines.append(f"  {report['status']}: {report['reason']}")
     if report["status"] == "graded":
