@@ -147,6 +147,16 @@ def test_with_the_chain_a_damaged_file_reads_as_a_prefix_or_fails(steps):
         assert events == REFERENCE[: len(events)]
 
 
+def test_with_the_chain_a_record_stripped_of_its_envelope_is_caught(tmp_path):
+    # A line with no envelope field looks like a line from before the envelope existed; its
+    # chain must still be checked. Hypothesis found this as: delete 62 bytes at 3, truncate at 295.
+    first = VALID[True].split(b"\n")[0]
+    stripped = first[: first.index(b'"schema_version"')] + first[first.index(b'"recorded_at"'):]
+    (tmp_path / NAME).write_bytes(stripped + b"\n")
+    with pytest.raises(TranscriptCorruptionError, match="chain"):
+        JSONLTranscript(tmp_path / NAME, integrity=True).read_events()
+
+
 def test_append_refuses_a_record_over_the_limit(tmp_path):
     transcript = JSONLTranscript(tmp_path / NAME, max_record_bytes=4096)
     transcript.append(workload_event(1))
