@@ -322,10 +322,7 @@ class JSONLTranscript:
             previous_line, sequence = line, sequence + 1
         data = b"".join(lines)
         try:
-            written = self._io.write(fd, data)
-            if written != len(data):
-                raise OSError(errno.EIO, f"short write: {written} of {len(data)} bytes reached the file")
-            self._io.fsync(fd)
+            self._write_durably(fd, data)
         except BaseException:
             self.close()  # fail closed: the next append re-reads the tail and repairs what this left
             raise
@@ -374,8 +371,7 @@ class JSONLTranscript:
                 self._io.fsync(fd)
             elif tail.last_line_unterminated:
                 # A complete record lost only its newline: finish the line, keep the record.
-                self._io.write(fd, b"\n")
-                self._io.fsync(fd)
+                self._write_durably(fd, b"\n")
         except BaseException:
             self._io.close(fd)
             raise
@@ -384,6 +380,13 @@ class JSONLTranscript:
         self._next_sequence = tail.events[-1]["sequence"] + 1 if tail.events else 1
         self._last_line = tail.last_line
         return fd
+
+    def _write_durably(self, fd: int, data: bytes) -> None:
+        """One write of all of data, then fsync; a short write is an error, never retried."""
+        written = self._io.write(fd, data)
+        if written != len(data):
+            raise OSError(errno.EIO, f"short write: {written} of {len(data)} bytes reached the file")
+        self._io.fsync(fd)
 
     def close(self) -> None:
         """Release the writer's descriptor and lock; a later append opens them again."""
@@ -481,7 +484,8 @@ class JSONLTranscript:
         try:
             return self._read_tail(max(count, 1))
         except TranscriptCorruptionError:
-            return self._read_file()
+            pass  # leave the except block first, so the tail's blocks are freed before the full read
+        return self._read_file()
 
     def _read_tail(self, count: int) -> _Read:
         try:
@@ -636,8 +640,8 @@ class _RecordChecker:
             self.allow_legacy = False
             expected = value.get("sequence") if self.expected is None else self.expected
             problem = self._envelope_problem(value, expected) or _shape_problem(value)
-            if not problem and (self.chained or self.require_chain or CHAIN_FIELD in value):
-                problem = self._chain_problem(value, raw)
+        if not problem and (self.chained or self.require_chain or CHAIN_FIELD in value):
+            problem = self._chain_problem(value, raw)  # a line without an envelope is sealed too
         if problem:
             raise TranscriptCorruptionError(self.path, number, offset, problem)
         self.expected, self.previous_line = record["sequence"] + 1, raw

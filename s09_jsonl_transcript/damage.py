@@ -101,6 +101,7 @@ def _map(name: str, original: bytes, damaged_copies, integrity: bool) -> list[Ve
         reference = JSONLTranscript(path, integrity=integrity).read_events()
         verdicts = []
         for data in damaged_copies:
+            path.unlink()  # a new file: rewriting a truncated one in place makes ext4 flush each time
             path.write_bytes(data)
             verdicts.append(verdict(path, reference, integrity=integrity))
         return verdicts
