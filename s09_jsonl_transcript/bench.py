@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from .code import (
+    child_process_env,
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
@@ -396,10 +397,8 @@ def replay_peak_memory(path, window: int) -> dict:
     A child process keeps this process's own memory (and the transcripts it generated) out of it.
     Linux only: it reads and resets the high-water mark in /proc/self.
     """
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path), str(window)],
-                            capture_output=True, text=True, env=env, timeout=600, check=True)
+                            capture_output=True, text=True, env=child_process_env(), timeout=600, check=True)
     return json.loads(result.stdout)
 
 

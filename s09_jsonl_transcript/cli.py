@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import sys
 import tempfile
@@ -29,7 +28,6 @@ from .code import (
     TranscriptCorruptionError,
     TranscriptLockedError,
     TranscriptValidationError,
-    _parse_json,
     _Read,
     _RecordChecker,
     demo,

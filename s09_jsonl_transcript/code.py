@@ -818,6 +818,12 @@ def agent_child(path: str, ticking: bool = False) -> None:
         print(transcript.append(event)["sequence"], flush=True)
 
 
+def child_process_env() -> dict:
+    """This process's environment, with PYTHONPATH set so a child Python imports this very package."""
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+
+
 def crash_agent_in_child(path, kill_after: int, tear: bool = True, *, ticking: bool = False) -> list[int]:
     """Run the agent in a child process and kill it (SIGKILL) after kill_after acknowledged appends.
 
@@ -828,11 +834,9 @@ def crash_agent_in_child(path, kill_after: int, tear: bool = True, *, ticking: b
     last = len(BUG_FIX_SCRIPT) - (1 if tear else 0)  # a tear needs a next event to tear
     if not isinstance(kill_after, int) or not 0 <= kill_after <= last:
         raise ValueError(f"kill_after must be between 0 and {last}, not {kill_after!r}")
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
     program = "import sys; from s09_jsonl_transcript.code import agent_child; agent_child(*sys.argv[1:2], sys.argv[2] == 'ticking')"
     child = subprocess.Popen([sys.executable, "-c", program, str(path), "ticking" if ticking else "real"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_process_env())
     acknowledged = []
     try:
         for command in ["go"] * kill_after + (["tear"] if tear else []):

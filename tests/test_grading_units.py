@@ -29,7 +29,6 @@ from s09_jsonl_transcript.grading.source import (
     load_source,
     load_sources,
     pass_line,
-    source_text,
 )
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,11 +9,11 @@ import pytest
 
 from s09_jsonl_transcript import damage
 from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, JSONLTranscript, TranscriptCorruptionError, ticking_clock
+from s09_jsonl_transcript.lessons.display import html_table
 from s09_jsonl_transcript.lessons.corruption import (
     DAMAGE_TOOLS,
     MAX_ZERO_BYTES,
     DamageLab,
-    html_table,
     line_offsets,
     plot_verdict_maps,
     skip_bad_lines_read,

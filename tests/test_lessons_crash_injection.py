@@ -24,7 +24,7 @@ from s09_jsonl_transcript.lessons.crash_injection import (
     draw_crash,
     simulate_crash,
 )
-from s09_jsonl_transcript.lessons.growth import MAIN_CONTROL_CLASS, RESULT_CLASS
+from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 
 needs_sigkill = pytest.mark.skipif(not SIGKILL_AVAILABLE, reason="kills a real process with SIGKILL (POSIX)")
 

@@ -16,11 +16,10 @@ from s09_jsonl_transcript.code import (
     run_agent,
     ticking_clock,
 )
+from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 from s09_jsonl_transcript.lessons.growth import (
     ENVELOPE_FIELD_MEANINGS,
-    MAIN_CONTROL_CLASS,
     METADATA_DESTINATIONS,
-    RESULT_CLASS,
     EventStepper,
     StepperPanel,
     draw_growth,

@@ -8,7 +8,6 @@ file can be continued after the crash (this is where a torn tail gets repaired).
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..code import JSONLTranscript, TranscriptCorruptionError
+from ..code import JSONLTranscript, TranscriptCorruptionError, child_process_env
 from ..damage import CLEAN, PARTIAL_TAIL
 from .workload import MODES, tally, workload_event
 
@@ -67,19 +66,12 @@ def _plans(trials: int, seed: int, max_delay: float, modes) -> list[_Plan]:
     ]
 
 
-def child_environment() -> dict:
-    """The environment for a victim: this package importable even when it is not installed."""
-    package_parent = str(Path(__file__).resolve().parents[2])
-    paths = [package_parent] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-
-
 def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None]:
     """Start a victim, kill it after plan.delay, and return (acknowledged numbers, problem or None)."""
     command = [sys.executable, "-m", "s09_jsonl_transcript.crashlab.victim",
                str(path), plan.mode, str(plan.seed), "1" if plan.integrity else "0"]
     victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, env=child_environment())
+                              stdin=subprocess.DEVNULL, env=child_process_env())
     try:
         ready = victim.stdout.readline()
         if ready.strip() == b"ready":

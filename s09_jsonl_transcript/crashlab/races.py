@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..code import JSONLTranscript, TranscriptCorruptionError
-from .kills import child_environment
+from ..code import child_process_env
 from .racer import racer_event
 
 SCENARIOS = ("one session", "taking turns", "own sessions")
@@ -43,7 +43,7 @@ def _start(path: Path, racer: int, events: int, integrity: bool, mode: str) -> s
     command = [sys.executable, "-m", "s09_jsonl_transcript.crashlab.racer",
                str(path), str(racer), str(events), "1" if integrity else "0", mode]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=child_environment())
+                            text=True, env=child_process_env())
 
 
 def _race(paths: list[Path], events: int, integrity: bool, mode: str) -> list[str]:

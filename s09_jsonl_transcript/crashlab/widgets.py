@@ -8,11 +8,10 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
+from ..lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 from .damage_maps import flipped_example, write_sample
 from .kills import KillTrial, kill_campaign, kill_summary
 
-MAIN_CONTROL_CLASS = "s09-main-control"  # the browser test clicks this
-RESULT_CLASS = "s09-result"  # and checks that this one's text changes
 _ZERO_COLUMNS = ("trials", "lost", "duplicated", "spliced", "failed")
 
 

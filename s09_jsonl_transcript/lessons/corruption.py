@@ -1,8 +1,7 @@
 """Notebook 3 (partial tail vs mid-file corruption): damage tools by name, verdict maps, the damage widget.
 
 The damage itself and the verdicts come from `s09_jsonl_transcript.damage`; this module names the
-tools for a picker, draws the verdict maps and wires the widget. It also holds `html_table`, the
-small table renderer the lesson notebooks 3 to 5 share.
+tools for a picker, draws the verdict maps and wires the widget.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from typing import Callable
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from IPython.display import HTML
 from matplotlib.patches import Patch
 
 from .. import damage
@@ -24,16 +22,6 @@ from ..code import JSONLTranscript
 from .style import OKABE_ITO, VERDICT_COLORS
 
 MAX_ZERO_BYTES = 64  # the widest zero-filled tail the widget offers
-
-
-def html_table(headers, rows) -> HTML:
-    """An HTML table of the rows (sequences of cells); every cell is shown as escaped text."""
-    head = "".join(f"<th style='text-align:left'>{html.escape(str(name))}</th>" for name in headers)
-    body = "".join(
-        "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(str(cell))}</td>" for cell in row) + "</tr>"
-        for row in rows
-    )
-    return HTML(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def line_offsets(data: bytes) -> list[int]:

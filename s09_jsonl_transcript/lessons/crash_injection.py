@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from ..code import JSONLTranscript, MockLLM, crash_agent_in_child, ticking_clock
 from ..crashlab import KillTrial, kill_campaign, kill_summary
-from .growth import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
 from .style import OKABE_ITO
 
 SIGKILL_AVAILABLE = hasattr(signal, "SIGKILL")

@@ -7,7 +7,6 @@ so what the notebook shows is what a fresh process would find on disk.
 from __future__ import annotations
 
 import html
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,10 +25,9 @@ from ..code import (
     event_to_message,
     ticking_clock,
 )
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
 from .style import EVENT_COLORS, OKABE_ITO
 
-MAIN_CONTROL_CLASS = "s09-main-control"
-RESULT_CLASS = "s09-result"
 
 # What each envelope field promises, in the order append writes them.
 ENVELOPE_FIELD_MEANINGS = {
@@ -250,13 +248,6 @@ def draw_message_mapping(fig: Figure, events: list[dict]) -> Figure:
 
 def _patch(color: str, label: str) -> Patch:
     return Patch(facecolor=color, edgecolor="black", linewidth=0.5, label=label)
-
-
-def figure_png(fig: Figure) -> bytes:
-    """The figure as PNG bytes, for an Image widget (nothing is displayed)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
-    return buffer.getvalue()
 
 
 # --------------------------------------------------------------------------- the widget

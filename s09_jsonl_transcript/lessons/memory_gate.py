@@ -12,7 +12,7 @@ import html
 import ipywidgets as widgets
 
 from ..code import JSONLTranscript, MemorySelectionError, TranscriptCorruptionError, TranscriptMemoryCandidate
-from .corruption import html_table
+from .display import html_table
 from .style import OKABE_ITO
 
 

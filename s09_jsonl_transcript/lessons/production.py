@@ -8,7 +8,6 @@ turns.session_status what a fresh process should do.
 from __future__ import annotations
 
 import html
-import os
 import subprocess
 import sys
 import tempfile
@@ -17,12 +16,11 @@ from pathlib import Path
 import ipywidgets as widgets
 
 from .. import bench
-from ..code import JSONLTranscript, MockLLM, run_agent, ticking_clock
+from ..code import JSONLTranscript, MockLLM, child_process_env, run_agent, ticking_clock
 from ..turns import TURNS_SCRIPT, SessionStatus, session_status
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS
 from .style import OKABE_ITO
 
-MAIN_CONTROL_CLASS = "s09-main-control"
-RESULT_CLASS = "s09-result"
 
 # --------------------------------------------------------------------------- benchmark plots
 
@@ -135,10 +133,8 @@ def crash_writer_after(path, count: int) -> None:
     """
     if not 0 <= count <= len(TURNS_SCRIPT):
         raise ValueError(f"count must be between 0 and {len(TURNS_SCRIPT)}, not {count!r}")
-    package_parent = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path), str(count)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_process_env())
     try:
         if child.stdout.readline().strip() != "appended":
             raise RuntimeError("the writer process died before it had appended its events")

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
 from ..code import BUG_FIX_SCRIPT, JSONLTranscript, crash_agent_in_child, event_to_message, ticking_clock
-from .corruption import html_table
+from .display import html_table
 from .style import EVENT_COLORS, OKABE_ITO
 
 FIRST_TOOL_CALL = 4  # BUG_FIX_SCRIPT's fourth event is the first function_call; the fifth is its result
