@@ -7,9 +7,10 @@ file and rebuilds the runtime state (messages, title, file snapshots).
 
 Read it top to bottom:
   1. event types, the envelope every record carries, and the errors;
-  2. JSONLTranscript.append: validate, wrap in the envelope, one write, fsync;
-  3. reading: the validated fold, the torn-tail rule, replay from the tail;
-  4. the memory gate: one durable event id in, a candidate with no body out;
+  2. JSONLTranscript: append (validate, wrap in the envelope, one write, fsync),
+     then reading (the torn-tail rule, replay from the tail) and the memory gate;
+  3. the validated fold: the checks every line passes, and the state rebuilt from them;
+  4. the memory candidate: one durable event id in, a pointer with no body out;
   5. MockLLM and the three-act crash demo at the bottom.
 
 Run the demo:  python s09_jsonl_transcript/code.py     (--help for the rest)
@@ -111,7 +112,7 @@ def event_id_for(session_id: str, sequence: int) -> str:
     return f"{TRANSCRIPT_SOURCE_TYPE}:{session_id}:{sequence}"
 
 
-# --------------------------------------------------------------------------- 2. writing
+# --------------------------------------------------------------------------- 2. writing (and the JSONLTranscript class)
 
 
 class OsFileIO:
@@ -541,7 +542,7 @@ class JSONLTranscript:
 
     _event_to_message = staticmethod(event_to_message)  # the name the lesson uses
 
-    # -- 4. the memory gate --------------------------------------------------------------
+    # -- the memory gate (the candidate itself is in section 4) -----------------------
 
     def select_memory_candidate(self, event_id: str, *, summary: str, reason: str) -> "TranscriptMemoryCandidate":
         """Turn one durable event id, a summary and a reason into a memory candidate.
