@@ -57,7 +57,7 @@ def inspect_transcript(path, *, integrity: bool = False) -> dict:
         "file": transcript.path.name,
         "events": len(read.events),
         "by_type": dict(Counter(event["type"] for event in read.events)),
-        "last_sequence": read.events[-1]["sequence"] if read.events else 0,
+        "last_sequence": read.last_sequence,
         "ignored_partial_tail": read.torn_tail_offset is not None,
         "chained": checker.chained,
         "corruption": corruption,

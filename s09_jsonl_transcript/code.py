@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -264,6 +265,7 @@ class _Read:
     """What one read of the file found (internal)."""
 
     events: list
+    last_sequence: int = 0  # of the last record read: the transcript's length
     torn_tail_offset: int | None = None  # where an ignored unterminated fragment starts
     last_line: bytes = b""  # raw bytes of the last record, the next record's chain anchor
     last_line_unterminated: bool = False  # the last record lost its newline (a torn write)
@@ -378,7 +380,7 @@ class JSONLTranscript:
             raise
         self._fd = fd
         self._closer = weakref.finalize(self, self._io.close, fd)  # a forgotten writer still unlocks
-        self._next_sequence = tail.events[-1]["sequence"] + 1 if tail.events else 1
+        self._next_sequence = tail.last_sequence + 1
         self._last_line = tail.last_line
         return fd
 
@@ -424,8 +426,10 @@ class JSONLTranscript:
         """
         _check_max_items(max_items)
         read = self._read_recent(max_items)
-        window = read.events[len(read.events) - max_items:] if max_items else []
-        return _fold(window, window, read)
+        fold = _StateFold(max_items)
+        for event in read.events[len(read.events) - max_items:] if max_items else []:
+            fold.add(event)
+        return fold.state(read)
 
     def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
         """Validate the whole file and rebuild everything a replacement runtime needs.
@@ -433,9 +437,9 @@ class JSONLTranscript:
         Fails closed: any damage other than a torn last line raises TranscriptCorruptionError.
         """
         _check_max_items(max_items)
-        read = self._read_file()
-        window = read.events[len(read.events) - max_items:] if max_items else []
-        state = _fold(read.events, window, read)
+        fold = _StateFold(max_items)
+        read = self._read_file(on_record=fold.add)  # streamed: memory stays flat however long the file
+        state = fold.state(read)
         summary = dict(vars(state))
         summary["message_count"] = len(state.messages)
         return summary
@@ -448,14 +452,17 @@ class JSONLTranscript:
         except FileNotFoundError:
             return 0
 
-    def _read_file(self) -> _Read:
-        """The validated fold over the whole file, streamed one line at a time."""
+    def _read_file(self, on_record=None) -> _Read:
+        """The validated fold over the whole file, streamed one line at a time.
+
+        Records go to on_record when given, instead of being collected in read.events.
+        """
         try:
             file = open(self.path, "rb")
         except FileNotFoundError:
             return _Read([])
         with file:
-            return self._fold_lines(self._lines_of(file), _RecordChecker(self))
+            return self._fold_lines(self._lines_of(file), _RecordChecker(self), on_record=on_record)
 
     def _lines_of(self, file) -> Iterator[tuple]:
         """Yield (line_number, byte_offset, raw bytes, terminated), never holding much more than one record."""
@@ -526,9 +533,10 @@ class JSONLTranscript:
         return self._fold_lines(lines, checker)
 
     @staticmethod
-    def _fold_lines(lines, checker: "_RecordChecker", read: _Read | None = None) -> _Read:
+    def _fold_lines(lines, checker: "_RecordChecker", read: _Read | None = None, on_record=None) -> _Read:
         """Check lines in order into read (a fresh one by default); stop at a torn tail."""
         read = read if read is not None else _Read([])
+        keep = on_record or read.events.append
         for number, offset, raw, terminated in lines:
             value = _parse_json(raw)
             if not terminated and value is _NOT_JSON:
@@ -536,8 +544,9 @@ class JSONLTranscript:
                 # torn write. Its append never returned, so nothing acknowledged is lost.
                 read.torn_tail_offset = offset
                 break
-            read.events.append(checker.check(value, raw, number, offset))
-            read.last_line, read.last_line_unterminated = raw, not terminated
+            record = checker.check(value, raw, number, offset)
+            keep(record)
+            read.last_sequence, read.last_line, read.last_line_unterminated = record["sequence"], raw, not terminated
         return read
 
     _event_to_message = staticmethod(event_to_message)  # the name the lesson uses
@@ -683,46 +692,55 @@ class ReplayState:
     pending_calls: list = field(default_factory=list)
 
 
-def _fold(events: list, window: list, read: _Read) -> ReplayState:
-    """Fold events into runtime state; messages come from the window only.
+class _StateFold:
+    """Runtime state folded one event at a time; of the events themselves only the window is kept.
 
-    A tool result whose call fell outside the window is dropped: a chat API
-    refuses a tool_result without its tool_use. A call with no result yet is
-    listed in pending_calls (a crash in the middle of a tool call); the runtime
-    must answer it before sending the messages.
+    Messages come from the window only. A tool result whose call fell outside the
+    window is dropped: a chat API refuses a tool_result without its tool_use. A call
+    with no result yet is listed in pending_calls (a crash in the middle of a tool
+    call); the runtime must answer it before sending the messages.
     """
-    title, snapshots, reasoning_count, open_calls = None, [], 0, {}
-    for event in events:
+
+    def __init__(self, window_size: int):
+        self.window = deque(maxlen=window_size)
+        self.title = None
+        self.file_snapshots = []
+        self.reasoning_count = 0
+        self.open_calls = {}  # callId -> the function_call still waiting for its result
+
+    def add(self, event: dict) -> None:
+        self.window.append(event)
         event_type = event["type"]
         if event_type == TYPE_FUNCTION_CALL:
-            open_calls[event["callId"]] = event
+            self.open_calls[event["callId"]] = event
         elif event_type == TYPE_FUNCTION_CALL_RESULT:
-            open_calls.pop(event["callId"], None)
+            self.open_calls.pop(event["callId"], None)
         elif event_type == TYPE_AI_TITLE:
-            title = event["title"]
+            self.title = event["title"]
         elif event_type == TYPE_FILE_SNAPSHOT:
-            snapshots.append(event)
+            self.file_snapshots.append(event)
         elif event_type == TYPE_REASONING:
-            reasoning_count += 1
-    calls_in_window = {e["callId"] for e in window if e["type"] == TYPE_FUNCTION_CALL}
-    messages = []
-    for event in window:
-        if event["type"] == TYPE_FUNCTION_CALL_RESULT and event["callId"] not in calls_in_window:
-            continue
-        message = event_to_message(event)
-        if message is not None:
-            messages.append(message)
-    last_sequence = read.events[-1]["sequence"] if read.events else 0
-    return ReplayState(
-        messages=messages,
-        title=title,
-        file_snapshots=snapshots,
-        total_events=last_sequence,
-        reasoning_count=reasoning_count,
-        next_sequence=last_sequence + 1,
-        ignored_partial_tail=read.torn_tail_offset is not None,
-        pending_calls=list(open_calls.values()),
-    )
+            self.reasoning_count += 1
+
+    def state(self, read: _Read) -> ReplayState:
+        calls_in_window = {e["callId"] for e in self.window if e["type"] == TYPE_FUNCTION_CALL}
+        messages = []
+        for event in self.window:
+            if event["type"] == TYPE_FUNCTION_CALL_RESULT and event["callId"] not in calls_in_window:
+                continue
+            message = event_to_message(event)
+            if message is not None:
+                messages.append(message)
+        return ReplayState(
+            messages=messages,
+            title=self.title,
+            file_snapshots=self.file_snapshots,
+            total_events=read.last_sequence,
+            reasoning_count=self.reasoning_count,
+            next_sequence=read.last_sequence + 1,
+            ignored_partial_tail=read.torn_tail_offset is not None,
+            pending_calls=list(self.open_calls.values()),
+        )
 
 
 # --------------------------------------------------------------------------- 4. memory candidates

@@ -366,3 +366,23 @@ def test_after_cutting_a_torn_tail_the_chain_continues_from_the_last_record(tmp_
     with JSONLTranscript(sealed.path, integrity=True) as reopened:
         reopened.append(USER)
     assert len(JSONLTranscript(sealed.path, integrity=True).read_events()) == 2
+
+
+def test_recover_streams_and_keeps_only_its_window(tmp_path):
+    import tracemalloc
+
+    with JSONLTranscript(tmp_path / "long.jsonl", clock=ticking_clock()) as transcript:
+        transcript.append_batch({"type": "message", "role": "user", "content": "x" * 400} for _ in range(20_000))
+
+    def peak_of(read):
+        tracemalloc.start()
+        try:
+            read(JSONLTranscript(transcript.path))
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    everything = peak_of(lambda t: t.read_events())
+    windowed = peak_of(lambda t: t.recover(max_items=100))
+    assert windowed < everything / 10, (windowed, everything)
+    assert JSONLTranscript(transcript.path).recover(max_items=100)["total_events"] == 20_000
