@@ -25,6 +25,7 @@ import itertools
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import weakref
@@ -829,12 +830,36 @@ def agent_child(path: str, ticking: bool = False) -> None:
     for command in sys.stdin:
         event = llm.next_event()
         if command.strip() == "tear":
-            line = json.dumps(event, ensure_ascii=False).encode("utf-8")
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            os.write(fd, line[: len(line) // 2])
+            _write_half_of(path, event)
             print("torn", flush=True)
             sys.stdin.readline()  # blocks until the parent kills us
         print(transcript.append(event)["sequence"], flush=True)
+
+
+def _write_half_of(path, event: dict) -> None:
+    """Write the first half of event's line with no newline: what a write cut short by a crash leaves."""
+    line = json.dumps(event, ensure_ascii=False).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line[: len(line) // 2])
+    finally:
+        os.close(fd)
+
+
+def simulate_agent_crash(path, kill_after: int, tear: bool = True, *, ticking: bool = False) -> list[int]:
+    """The same crash as crash_agent_in_child, acted out in this process (for systems without SIGKILL).
+
+    Appends kill_after events, optionally leaves half of the next record on disk, then
+    abandons the writer as a dying process would. Returns the acknowledged sequences.
+    """
+    if not isinstance(kill_after, int) or not 0 <= kill_after <= len(BUG_FIX_SCRIPT) - (1 if tear else 0):
+        raise ValueError(f"kill_after must be between 0 and {len(BUG_FIX_SCRIPT) - (1 if tear else 0)}, not {kill_after!r}")
+    transcript, llm = JSONLTranscript(path, clock=ticking_clock() if ticking else None), MockLLM()
+    acknowledged = [transcript.append(llm.next_event())["sequence"] for _ in range(kill_after)]
+    if tear:
+        _write_half_of(path, llm.next_event())
+    transcript.close()  # the operating system closes a dead process's descriptors and locks
+    return acknowledged
 
 
 def child_process_env() -> dict:
@@ -890,7 +915,8 @@ def demo(root, color: bool = False) -> bool:
 
     print(paint("\nPart 2: a real crash: the agent runs in a child process, killed with SIGKILL", "bold"))
     crashed = JSONLTranscript.for_session(root, "demo", "session-2")
-    acknowledged = crash_agent_in_child(crashed.path, kill_after=8)
+    crash = crash_agent_in_child if hasattr(signal, "SIGKILL") else simulate_agent_crash  # Windows: simulated
+    acknowledged = crash(crashed.path, kill_after=8)
     print(f"  the child acknowledged sequences {acknowledged},")
     print("  started writing the next record, got half of it onto the disk, and was killed")
 

@@ -8,7 +8,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from s09_jsonl_transcript import damage
-from s09_jsonl_transcript.code import JSONLTranscript, MockLLM
+from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, simulate_agent_crash
 from s09_jsonl_transcript.crashlab import KillTrial
 from s09_jsonl_transcript.lessons.crash_injection import (
     KILL_POINTS,
@@ -22,7 +22,6 @@ from s09_jsonl_transcript.lessons.crash_injection import (
     disk_listing,
     draw_campaign,
     draw_crash,
-    simulate_crash,
 )
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 
@@ -68,7 +67,7 @@ def test_pending_tool_calls_are_the_ones_the_dead_agent_never_answered(tmp_path)
 
 def test_the_simulated_crash_leaves_the_same_kind_of_file(tmp_path):
     path = tmp_path / "simulated.jsonl"
-    acknowledged = simulate_crash(path, 5, tear=True)
+    acknowledged = simulate_agent_crash(path, 5, tear=True)
     assert acknowledged == [1, 2, 3, 4, 5] == complete_sequences(path)
     assert damage.verdict(path).kind == damage.PARTIAL_TAIL
     with JSONLTranscript(path) as writer:  # the "dead" writer let go of the lock
@@ -77,7 +76,7 @@ def test_the_simulated_crash_leaves_the_same_kind_of_file(tmp_path):
 
 def test_the_next_append_cuts_off_the_torn_tail(tmp_path):
     path = tmp_path / "simulated.jsonl"
-    simulate_crash(path, 3, tear=True)
+    simulate_agent_crash(path, 3, tear=True)
     fragment = path.read_bytes()[path.read_bytes().rfind(b"\n") + 1:]
     envelope = continue_after_crash(path)
     assert envelope["sequence"] == 4 and envelope["event_id"] == "transcript:simulated:4"
@@ -112,7 +111,7 @@ def test_a_report_names_acknowledged_events_that_were_lost():
 
 def test_disk_listing_shows_each_complete_line_and_the_torn_fragment(tmp_path):
     path = tmp_path / "simulated.jsonl"
-    simulate_crash(path, 2, tear=True)
+    simulate_agent_crash(path, 2, tear=True)
     rows = disk_listing(path).splitlines()
     fragment = path.read_bytes().split(b"\n")[-1]
     assert len(rows) == 3 and "sequence  2" in rows[1]

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript, crash_agent_in_child
+from s09_jsonl_transcript.code import JSONLTranscript, crash_agent_in_child, simulate_agent_crash
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs PO
 # reports the payload numbers it just made durable, one line per append.
 WRITER = r"""
 import sys
-from s09_jsonl_transcript.code import JSONLTranscript, crash_agent_in_child
+from s09_jsonl_transcript.code import JSONLTranscript, crash_agent_in_child, simulate_agent_crash
 transcript, number = JSONLTranscript(sys.argv[1]), int(sys.argv[2])
 print("ready", flush=True)
 while True:
@@ -113,3 +113,12 @@ def test_a_ticking_child_writes_reproducible_timestamps(tmp_path):
     for path in (first, second):
         assert crash_agent_in_child(path, 12, tear=False, ticking=True) == list(range(1, 13))
     assert first.read_bytes() == second.read_bytes()
+
+
+def test_the_simulated_crash_leaves_the_same_file_as_the_real_one(tmp_path):
+    real, simulated = tmp_path / "real" / "s.jsonl", tmp_path / "simulated" / "s.jsonl"
+    assert crash_agent_in_child(real, 5, tear=True, ticking=True) == [1, 2, 3, 4, 5]
+    assert simulate_agent_crash(simulated, 5, tear=True, ticking=True) == [1, 2, 3, 4, 5]
+    assert real.read_bytes() == simulated.read_bytes()
+    with pytest.raises(ValueError, match="kill_after"):
+        simulate_agent_crash(tmp_path / "x.jsonl", 12, tear=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from ..code import JSONLTranscript, MockLLM, crash_agent_in_child, ticking_clock
+from ..code import JSONLTranscript, MockLLM, crash_agent_in_child, simulate_agent_crash, ticking_clock
 from ..crashlab import KillTrial, kill_campaign, kill_summary
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
 from .style import OKABE_ITO
@@ -61,26 +60,6 @@ class CrashReport:
         return f"nothing acknowledged was lost ({len(self.acknowledged)} of {len(self.acknowledged)} recovered)"
 
 
-def simulate_crash(path, kill_after: int, tear: bool = True) -> list[int]:
-    """The crash without a child process, for systems without SIGKILL.
-
-    Appends kill_after events, optionally writes the first half of the next record, then
-    abandons the writer as a dying process would. Returns the acknowledged sequences.
-    """
-    transcript, llm = JSONLTranscript(path), MockLLM()
-    acknowledged = [transcript.append(llm.next_event())["sequence"] for _ in range(kill_after)]
-    if tear:
-        half_record = json.dumps(llm.next_event()).encode("utf-8")
-        half_record = half_record[: len(half_record) // 2]
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, half_record)
-        finally:
-            os.close(fd)
-    transcript.close()  # the operating system closes a dead process's descriptors
-    return acknowledged
-
-
 def crash_and_recover(path, kill_after: int, *, tear: bool = True) -> CrashReport:
     """Kill an agent after kill_after acknowledged appends, then rebuild its state in a fresh instance.
 
@@ -95,7 +74,7 @@ def crash_and_recover(path, kill_after: int, *, tear: bool = True) -> CrashRepor
     if SIGKILL_AVAILABLE:
         acknowledged = crash_agent_in_child(path, kill_after, tear=tear)
     else:
-        acknowledged = simulate_crash(path, kill_after, tear)
+        acknowledged = simulate_agent_crash(path, kill_after, tear)
     data = path.read_bytes()
     survivor = JSONLTranscript(path)  # the replacement process: it only has the file
     state = survivor.recover()

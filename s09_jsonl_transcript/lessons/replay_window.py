@@ -18,7 +18,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
-from ..code import BUG_FIX_SCRIPT, JSONLTranscript, crash_agent_in_child, event_to_message, ticking_clock
+from ..code import BUG_FIX_SCRIPT, JSONLTranscript, crash_agent_in_child, event_to_message, simulate_agent_crash, ticking_clock
 from .display import html_table
 from .style import EVENT_COLORS, OKABE_ITO
 
@@ -119,12 +119,8 @@ def crash_mid_tool_call(path, *, real_kill: bool | None = None) -> str:
     if real_kill:
         acknowledged = crash_agent_in_child(path, kill_after=FIRST_TOOL_CALL, tear=True)
         return f"SIGKILL: the child acknowledged sequences {acknowledged}, then died writing the next record"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
-        transcript.append_batch(BUG_FIX_SCRIPT[:FIRST_TOOL_CALL])
-    record = json.dumps(BUG_FIX_SCRIPT[FIRST_TOOL_CALL]).encode("utf-8")
-    with open(path, "ab") as file:
-        file.write(record[: len(record) // 2])
-    return f"simulated: sequences {list(range(1, FIRST_TOOL_CALL + 1))} written, then half of the next record"
+    acknowledged = simulate_agent_crash(path, kill_after=FIRST_TOOL_CALL, tear=True, ticking=True)
+    return f"simulated: sequences {acknowledged} written, then half of the next record"
 
 
 @dataclass(frozen=True)
