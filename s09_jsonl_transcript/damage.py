@@ -6,6 +6,7 @@ changes a real file in place; `verdict` reads it with a fresh JSONLTranscript.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,29 @@ def delete_line(path, line_number: int) -> None:
 def duplicate_line(path, line_number: int) -> None:
     """Write complete line `line_number` twice in a row."""
     _edit_lines(path, lambda lines: lines.insert(line_number - 1, lines[line_number - 1]))
+
+
+def swap_lines(path, line_number: int) -> None:
+    """Exchange complete line `line_number` (1-based) with the line after it."""
+    def swap(lines):
+        index = line_number - 1
+        lines[index], lines[index + 1] = lines[index + 1], lines[index]
+
+    _edit_lines(path, swap)
+
+
+def rewrite_line(path, line_number: int) -> None:
+    """Change one field of record `line_number` and write it back as valid JSON, chain untouched.
+
+    This is an edit a person or a buggy tool could make: the line still parses and keeps
+    its sequence; only a checksum can tell.
+    """
+    def rewrite(lines):
+        record = json.loads(lines[line_number - 1])
+        record["recorded_at"] = "1999-12-31T23:59:59+00:00"
+        lines[line_number - 1] = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    _edit_lines(path, rewrite)
 
 
 def append_zeros(path, count: int = 16) -> None:

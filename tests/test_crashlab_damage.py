@@ -9,11 +9,9 @@ from s09_jsonl_transcript.crashlab.damage_maps import (
     damage_campaign,
     damage_rows,
     flipped_example,
-    rewrite_line,
-    swap_lines,
     write_sample,
 )
-from s09_jsonl_transcript.damage import CLEAN, CORRUPT, SILENT, verdict
+from s09_jsonl_transcript.damage import CLEAN, CORRUPT, SILENT, rewrite_line, swap_lines, verdict
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ exactly like one whose last append never happened.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,12 +20,13 @@ from ..damage import (
     CLEAN,
     CORRUPT,
     SILENT,
-    _edit_lines,
     delete_line,
     duplicate_line,
     flip_byte,
     flip_map,
     insert_line,
+    rewrite_line,
+    swap_lines,
     truncation_map,
     verdict,
 )
@@ -47,31 +47,8 @@ def write_sample(path, *, sessions: int = 2, integrity: bool = False) -> Path:
     return path
 
 
-def swap_lines(path, line_number: int) -> None:
-    """Exchange complete line `line_number` (1-based) with the line after it."""
-    def swap(lines):
-        index = line_number - 1
-        lines[index], lines[index + 1] = lines[index + 1], lines[index]
-
-    _edit_lines(path, swap)
-
-
-def rewrite_line(path, line_number: int) -> None:
-    """Change one field of record `line_number` and write it back as valid JSON, chain untouched.
-
-    This is an edit a person or a buggy tool could make: the line still parses and keeps
-    its sequence; only a checksum can tell.
-    """
-    def rewrite(lines):
-        record = json.loads(lines[line_number - 1])
-        record["recorded_at"] = "1999-12-31T23:59:59+00:00"
-        lines[line_number - 1] = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-    _edit_lines(path, rewrite)
-
-
 def _edit(kind: str) -> Callable:
-    """The damage.py (or local) tool for one kind of line edit, as edit(path, line_number, lines)."""
+    """The damage.py tool for one kind of line edit, as edit(path, line_number, lines)."""
     return {
         "insert": lambda path, number, lines: insert_line(path, number, b'{"type":"message"}'),
         "delete": lambda path, number, lines: delete_line(path, number),
