@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Callable
 
 from .code import (
-    child_process_env,
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
     TYPE_REASONING,
     JSONLTranscript,
     OsFileIO,
+    child_process_env,
     ticking_clock,
 )
 
@@ -521,7 +521,8 @@ def disk_needed(sizes: Sizes) -> int:
 
 def report_lines(figures: list[Figure], machine: dict, quick: bool) -> list[str]:
     """The printed report: one line per target, then how many were met."""
-    header = (f"s09 transcript benchmarks ({'quick sizes: proves the code runs, not the targets' if quick else 'full sizes'})"
+    sizes = "quick sizes: proves the code runs, not the targets" if quick else "full sizes"
+    header = (f"s09 transcript benchmarks ({sizes})"
               f"\nmachine: {machine['platform']}, {machine['cpus']} CPUs, Python {machine['python']}, "
               f"SQLite {machine['sqlite']}, load average at start {machine['load_average']}")
     lines = [header]

@@ -160,7 +160,8 @@ def _json_copy(value, depth=0):
         raise TranscriptValidationError(f"event is nested deeper than {MAX_NESTING} levels")
     if kind is dict:
         if not all(type(key) is str for key in value):
-            raise TranscriptValidationError(f"object keys must be strings, not {next(k for k in value if type(k) is not str)!r}")
+            bad_key = next(key for key in value if type(key) is not str)
+            raise TranscriptValidationError(f"object keys must be strings, not {bad_key!r}")
         return {key: _json_copy(item, depth + 1) for key, item in value.items()}
     if kind is list:
         return [_json_copy(item, depth + 1) for item in value]
@@ -292,7 +293,10 @@ class JSONLTranscript:
 
     @classmethod
     def for_session(cls, root, workspace: str, session_id: str, **options) -> "JSONLTranscript":
-        """The transcript at root/projects/<workspace>/<session_id>.jsonl; names that could escape root raise ValueError."""
+        """The transcript at root/projects/<workspace>/<session_id>.jsonl.
+
+        Names that could escape root raise ValueError.
+        """
         path = Path(root) / "projects" / _check_name("workspace", workspace) / _check_name("session_id", session_id)
         return cls(path.with_name(path.name + ".jsonl"), **options)
 
@@ -473,12 +477,14 @@ class JSONLTranscript:
             for raw in complete:
                 number += 1
                 if len(raw) >= self.max_record_bytes:
-                    raise TranscriptCorruptionError(self.path, number, offset, f"record longer than {self.max_record_bytes} bytes")
+                    too_long = f"record longer than {self.max_record_bytes} bytes"
+                    raise TranscriptCorruptionError(self.path, number, offset, too_long)
                 yield number, offset, raw, True
                 offset += len(raw) + 1
             if len(pending) >= self.max_record_bytes:  # longer than any record append accepts
                 if _skip_past_newline(file):
-                    raise TranscriptCorruptionError(self.path, number + 1, offset, f"record longer than {self.max_record_bytes} bytes")
+                    too_long = f"record longer than {self.max_record_bytes} bytes"
+                    raise TranscriptCorruptionError(self.path, number + 1, offset, too_long)
                 yield number + 1, offset, b"", False  # it runs to the end of the file: a torn tail
                 return
         if pending:
@@ -853,7 +859,8 @@ def simulate_agent_crash(path, kill_after: int, tear: bool = True, *, ticking: b
     abandons the writer as a dying process would. Returns the acknowledged sequences.
     """
     if not isinstance(kill_after, int) or not 0 <= kill_after <= len(BUG_FIX_SCRIPT) - (1 if tear else 0):
-        raise ValueError(f"kill_after must be between 0 and {len(BUG_FIX_SCRIPT) - (1 if tear else 0)}, not {kill_after!r}")
+        last = len(BUG_FIX_SCRIPT) - (1 if tear else 0)
+        raise ValueError(f"kill_after must be between 0 and {last}, not {kill_after!r}")
     transcript, llm = JSONLTranscript(path, clock=ticking_clock() if ticking else None), MockLLM()
     acknowledged = [transcript.append(llm.next_event())["sequence"] for _ in range(kill_after)]
     if tear:
@@ -878,7 +885,8 @@ def crash_agent_in_child(path, kill_after: int, tear: bool = True, *, ticking: b
     last = len(BUG_FIX_SCRIPT) - (1 if tear else 0)  # a tear needs a next event to tear
     if not isinstance(kill_after, int) or not 0 <= kill_after <= last:
         raise ValueError(f"kill_after must be between 0 and {last}, not {kill_after!r}")
-    program = "import sys; from s09_jsonl_transcript.code import agent_child; agent_child(*sys.argv[1:2], sys.argv[2] == 'ticking')"
+    program = ("import sys; from s09_jsonl_transcript.code import agent_child; "
+               "agent_child(sys.argv[1], sys.argv[2] == 'ticking')")
     child = subprocess.Popen([sys.executable, "-c", program, str(path), "ticking" if ticking else "real"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_process_env())
     acknowledged = []

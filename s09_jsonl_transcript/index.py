@@ -371,7 +371,8 @@ class TranscriptIndex:
         try:
             version = connection.execute("PRAGMA user_version").fetchone()[0]
             if version != INDEX_SCHEMA_VERSION:
-                raise IndexUnusableError(f"index schema version {version}, this code reads {INDEX_SCHEMA_VERSION} (run sync)")
+                raise IndexUnusableError(
+                    f"index schema version {version}, this code reads {INDEX_SCHEMA_VERSION} (run sync)")
             return connection.execute(sql, parameters).fetchall()
         except sqlite3.Error as error:  # locked, corrupt, tables missing
             raise IndexUnusableError(f"index database unusable: {error}") from None

@@ -21,7 +21,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from browser_notebook import (
     CLICK_SECONDS,
     click_main_control,

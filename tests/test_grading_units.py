@@ -80,14 +80,16 @@ def test_the_five_exercises_have_sources():
     assert sorted(SOURCES) == ["ex01", "ex02", "ex03", "ex04", "ex05"]
     for source in SOURCES.values():
         assert any(check.hidden for check in source.checks) and any(not check.hidden for check in source.checks)
-        assert [check.name for check in source.checks] == [f"{source.exercise}.{n}" for n in range(1, len(source.checks) + 1)]
+        numbers = range(1, len(source.checks) + 1)
+        assert [check.name for check in source.checks] == [f"{source.exercise}.{n}" for n in numbers]
 
 
 @pytest.mark.parametrize("exercise", sorted(SOURCES))
 def test_each_intro_states_the_points_the_checks_give(exercise):
     source = SOURCES[exercise]
     intro = source.notebook.cells[0].source
-    visible, hidden = map(int, re.search(r"\*\*Points:\*\* (\d+) from the visible checks.*?, (\d+) more", intro, re.S).groups())
+    points = re.search(r"\*\*Points:\*\* (\d+) from the visible checks.*?, (\d+) more", intro, re.S)
+    visible, hidden = map(int, points.groups())
     assert visible == sum(check.points for check in source.checks if not check.hidden)
     assert hidden == sum(check.points for check in source.checks if check.hidden)
 
@@ -247,7 +249,8 @@ def test_the_exercise_comes_from_the_metadata_then_the_file_name():
     ("ex01_binary.ipynb", b"\x89PNG\r\n\x1a\n\xff\xfe", "not UTF-8"),
     ("ex01_old.ipynb", b'{"cells": [], "nbformat": 3}', "format 4"),
     ("ex01_empty.ipynb", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "is missing"),
-    ("homework.ipynb", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "cannot tell which exercise"),
+    ("homework.ipynb", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}',
+     "cannot tell which exercise"),
     ("ex09_future.ipynb", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "unknown exercise"),
 ])
 def test_bad_input_scores_zero_with_a_reason(tmp_path, name, content, reason):

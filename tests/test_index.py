@@ -59,7 +59,8 @@ def hit_keys(answer):
 def test_sync_lists_every_transcript_with_what_its_jsonl_says(root, index):
     answer = index.sessions()
     assert answer.source == SOURCE_INDEX and answer.fallback_reason is None
-    assert [(row.workspace, row.session_id) for row in answer.rows] == [(p.parent.name, p.stem) for p in transcript_paths(root)]
+    expected = [(p.parent.name, p.stem) for p in transcript_paths(root)]
+    assert [(row.workspace, row.session_id) for row in answer.rows] == expected
     for row, path in zip(answer.rows, transcript_paths(root)):
         events = JSONLTranscript(path).read_events()
         titles = [e["title"] for e in events if e["type"] == TYPE_AI_TITLE]

@@ -9,7 +9,6 @@ import pytest
 
 from s09_jsonl_transcript import damage
 from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, JSONLTranscript, TranscriptCorruptionError, ticking_clock
-from s09_jsonl_transcript.lessons.display import html_table
 from s09_jsonl_transcript.lessons.corruption import (
     DAMAGE_TOOLS,
     MAX_ZERO_BYTES,
@@ -20,6 +19,7 @@ from s09_jsonl_transcript.lessons.corruption import (
     verdict_counts,
     verdict_runs,
 )
+from s09_jsonl_transcript.lessons.display import html_table
 from s09_jsonl_transcript.lessons.style import VERDICT_COLORS
 
 

@@ -144,7 +144,8 @@ def test_lines_from_before_the_envelope_are_numbered_in_order(tmp_path):
     assert [(e["sequence"], e["event_id"]) for e in events] == [(1, "transcript:old:1"), (2, "transcript:old:2")]
     with JSONLTranscript(path) as transcript:
         assert transcript.append(USER)["sequence"] == 3
-    assert JSONLTranscript(path).replay(2) == [{"role": "assistant", "content": "b"}, {"role": "user", "content": "hello"}]
+    expected = [{"role": "assistant", "content": "b"}, {"role": "user", "content": "hello"}]
+    assert JSONLTranscript(path).replay(2) == expected
 
 
 def test_a_pre_envelope_line_after_enveloped_ones_is_corruption(bug_fix):
@@ -160,7 +161,8 @@ def test_unknown_event_types_are_kept_but_make_no_message(transcript):
     assert transcript.replay() == [{"role": "user", "content": "hello"}]
 
 
-@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
+@pytest.mark.parametrize("separator",
+                         ["\u2028", "\u2029", "\x85", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
 def test_line_separators_in_content_round_trip(transcript, separator):
     text = f"before{separator}after"
     transcript.append({"type": "message", "role": "user", "content": text})
@@ -182,7 +184,8 @@ def test_a_torn_fragment_is_cut_off_before_the_next_append(bug_fix):
     with JSONLTranscript(bug_fix.path) as fresh:
         record = fresh.append(USER)
     assert record["sequence"] == 13
-    assert bug_fix.path.read_bytes() == clean + json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+    assert bug_fix.path.read_bytes() == clean + line + b"\n"
 
 
 def test_a_complete_record_missing_its_newline_is_finished_not_cut(bug_fix):

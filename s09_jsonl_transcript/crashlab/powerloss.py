@@ -167,7 +167,8 @@ def _states_at(synced: bytes, unsynced: list[Change], acknowledged: frozenset, p
                                      f"{torn_at} of {len(last.data)} bytes, rest {fill}", torn_at, fill)
 
 
-def crash_states(changes: list[Change], *, initial: bytes | None = None, every_byte: bool = True) -> Iterator[CrashState]:
+def crash_states(changes: list[Change], *, initial: bytes | None = None,
+                 every_byte: bool = True) -> Iterator[CrashState]:
     """Every distinct state a power cut after any recorded change may leave (see the module doc).
 
     initial is the file's durable content before the first change (None: no file yet).
@@ -179,7 +180,8 @@ def crash_states(changes: list[Change], *, initial: bytes | None = None, every_b
     for point in range(len(changes) + 1):
         candidates = []
         if not exists or not name_durable:
-            candidates.append(CrashState(None, acknowledged, f"cut after change {point}: the file's name never reached the disk"))
+            reason = f"cut after change {point}: the file's name never reached the disk"
+            candidates.append(CrashState(None, acknowledged, reason))
         if exists:
             candidates.extend(_states_at(synced, unsynced, acknowledged, point, every_byte))
         for state in candidates:

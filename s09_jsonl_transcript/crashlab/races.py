@@ -15,8 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..code import JSONLTranscript, TranscriptCorruptionError
-from ..code import child_process_env
+from ..code import JSONLTranscript, TranscriptCorruptionError, child_process_env
 from .racer import racer_event
 
 SCENARIOS = ("one session", "taking turns", "own sessions")

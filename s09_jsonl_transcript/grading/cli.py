@@ -138,7 +138,8 @@ def _grade(arguments) -> int:
     written = [write_report(report, arguments.reports) for report in reports]
     if batch:
         print(format_class(reports))
-        print(f"\nreports in {arguments.reports}; class CSV: {write_class_csv(reports, arguments.reports / 'class.csv')}")
+        class_csv = write_class_csv(reports, arguments.reports / 'class.csv')
+        print(f"\nreports in {arguments.reports}; class CSV: {class_csv}")
     else:
         print(format_report(reports[0]))
         print(f"report: {written[0]}")
@@ -152,7 +153,8 @@ def _benchmark(arguments) -> int:
     sources = load_sources(_source_folder(arguments))
     progress = ProgressBar(arguments.copies)
     result = run_benchmark(sources, copies=arguments.copies, jobs=arguments.jobs or available_cores(),
-                           options=options, on_graded=lambda done, total, report: progress.update(done, report["submission"]))
+                           options=options,
+                           on_graded=lambda done, total, report: progress.update(done, report["submission"]))
     print(json.dumps(result, indent=2))
     return 0 if result["all_full_marks"] else 1
 

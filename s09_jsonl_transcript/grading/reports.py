@@ -52,7 +52,8 @@ def format_report(report: dict) -> str:
     if report["status"] == "graded":
         for check in report["checks"]:
             hidden = " (hidden)" if check["visibility"] == "hidden" else ""
-            lines.append(f"  {check['name']:<8} {check['score']}/{check['max_score']}{hidden:<9} {_one_line(check['feedback'])}")
+            score = f"{check['score']}/{check['max_score']}"
+            lines.append(f"  {check['name']:<8} {score}{hidden:<9} {_one_line(check['feedback'])}")
     lines.append(f"  total {report['score']}/{report['max_score']}")
     return "\n".join(lines)
 

@@ -201,7 +201,10 @@ _SUMMARY_COLUMNS = ("mode", "trials", "lost", "duplicated", "spliced", "failed")
 
 
 def campaign_summary(trials: list[KillTrial]) -> str:
-    """Per mode: trials and every count that must be zero. Acknowledged totals vary with timing, so they are left out."""
+    """Per mode: trials and every count that must be zero.
+
+    Acknowledged totals vary with timing, so they are left out.
+    """
     rows = [[str(row[column]) for column in _SUMMARY_COLUMNS] for row in kill_summary(trials)]
     widths = [max(len(column), *(len(row[i]) for row in rows)) for i, column in enumerate(_SUMMARY_COLUMNS)]
     lines = [row[0].ljust(widths[0]) + "  " + "  ".join(text.rjust(width) for text, width in zip(row[1:], widths[1:]))

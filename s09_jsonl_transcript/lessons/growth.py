@@ -28,7 +28,6 @@ from ..code import (
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
 from .style import EVENT_COLORS, OKABE_ITO
 
-
 # What each envelope field promises, in the order append writes them.
 ENVELOPE_FIELD_MEANINGS = {
     "schema_version": "Format version of this record. A reader refuses a version newer than it understands.",

@@ -21,7 +21,6 @@ from ..turns import TURNS_SCRIPT, SessionStatus, session_status
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS
 from .style import OKABE_ITO
 
-
 # --------------------------------------------------------------------------- benchmark plots
 
 

@@ -18,7 +18,14 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
-from ..code import BUG_FIX_SCRIPT, JSONLTranscript, crash_agent_in_child, event_to_message, simulate_agent_crash, ticking_clock
+from ..code import (
+    BUG_FIX_SCRIPT,
+    JSONLTranscript,
+    crash_agent_in_child,
+    event_to_message,
+    simulate_agent_crash,
+    ticking_clock,
+)
 from .display import html_table
 from .style import EVENT_COLORS, OKABE_ITO
 
