@@ -28,8 +28,6 @@ from .code import (
     TranscriptCorruptionError,
     TranscriptLockedError,
     TranscriptValidationError,
-    _Read,
-    _RecordChecker,
     demo,
 )
 
@@ -46,20 +44,19 @@ class _Parser(argparse.ArgumentParser):
 def inspect_transcript(path, *, integrity: bool = False) -> dict:
     """Validate a transcript and summarise it. Damage is reported in the result, not raised."""
     transcript = JSONLTranscript(_existing_file(path), integrity=integrity)
-    checker, read, corruption = _RecordChecker(transcript), _Read([]), None
-    with open(transcript.path, "rb") as file:
-        try:
-            transcript._fold_lines(transcript._lines_of(file), checker, read)
-        except TranscriptCorruptionError as error:
-            corruption = {"line": error.line_number, "byte_offset": error.byte_offset,
-                          "reason": error.reason, "message": str(error)}
+    scanned = transcript.scan(report_damage=True)
+    error = scanned.corruption
+    corruption = error and {"line": error.line_number, "byte_offset": error.byte_offset,
+                            "reason": error.reason, "message": str(error)}
     return {
         "file": transcript.path.name,
-        "events": len(read.events),
-        "by_type": dict(Counter(event["type"] for event in read.events)),
-        "last_sequence": read.last_sequence,
-        "ignored_partial_tail": read.torn_tail_offset is not None,
-        "chained": checker.chained,
+        "events": len(scanned.events),
+        "by_type": dict(Counter(event["type"] for event in scanned.events)),
+        "last_sequence": scanned.last_sequence,
+        "ignored_partial_tail": scanned.ignored_partial_tail,
+        "unfinished_batch": scanned.unfinished_batch,
+        "unknown_schema_events": scanned.unknown_schema_events,
+        "chained": scanned.chained,
         "corruption": corruption,
     }
 
@@ -71,7 +68,8 @@ def format_inspection(report: dict) -> str:
         f"file:          {report['file']}",
         f"events:        {report['events']} ({types})",
         f"last sequence: {report['last_sequence']}",
-        f"partial tail:  {'ignored (a torn write)' if report['ignored_partial_tail'] else 'none'}",
+        f"partial tail:  {_partial_tail_text(report)}",
+        f"newer schema:  {report['unknown_schema_events']} events kept as evidence, not interpreted",
         f"integrity:     {'hash chain verified' if report['chained'] else 'no hash chain'}",
     ]
     corruption = report["corruption"]
@@ -83,6 +81,12 @@ def format_inspection(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _partial_tail_text(report: dict) -> str:
+    if not report["ignored_partial_tail"]:
+        return "none"
+    return "ignored (an unfinished batch)" if report["unfinished_batch"] else "ignored (an unterminated last line)"
+
+
 def _existing_file(path) -> Path:
     path = Path(path)
     if not path.is_file():
@@ -90,11 +94,20 @@ def _existing_file(path) -> Path:
     return path
 
 
+def new_session(root, workspace: str, name: str) -> JSONLTranscript:
+    """A new session under root: name-1, or name-2 if that exists, and so on; never an existing file."""
+    for number in range(1, 10_000):
+        try:
+            return JSONLTranscript.for_session(root, workspace, f"{name}-{number}", new=True)
+        except FileExistsError:
+            continue
+    raise UsageError(f"no free session name {name}-N under {root}")
+
+
 def _run_demo(args) -> int:
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="s09-demo-"))
-    for name in ("session-1.jsonl", "session-2.jsonl"):  # a rerun in the same --root starts over
-        (root / "projects" / "demo" / name).unlink(missing_ok=True)
+    (root / "projects" / "demo" / "session-1.jsonl").unlink(missing_ok=True)  # a rerun in the same --root
     try:
         ok = demo(root, color=color)
     finally:
@@ -198,7 +211,7 @@ def main(argv=None) -> int:
             return 0
         if args.interactive:
             root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="s09-shell-"))
-            with JSONLTranscript.for_session(root, "shell", "interactive") as transcript:
+            with new_session(root, "shell", "interactive") as transcript:
                 run_shell(transcript, sys.stdin)
             return 0
         return _run_demo(args)

@@ -106,14 +106,14 @@ def verdict(path, reference_events: list | None = None, *, integrity: bool = Fal
     differ from the reference are reported as SILENT: the damage went unnoticed.
     """
     try:
-        read = JSONLTranscript(path, integrity=integrity)._read_file()
+        read = JSONLTranscript(path, integrity=integrity).scan()
     except TranscriptCorruptionError as error:
         return Verdict(CORRUPT, 0, error.line_number, error.reason)
     events = read.events
     if reference_events is not None and events != reference_events[: len(events)]:
         changed = next(i for i, (a, b) in enumerate(zip(events, reference_events)) if a != b)
         return Verdict(SILENT, len(events), changed + 1, "a record changed and still passed validation")
-    if read.torn_tail_offset is not None:
+    if read.ignored_partial_tail:
         return Verdict(PARTIAL_TAIL, len(events), None, "unterminated last line ignored")
     return Verdict(CLEAN, len(events))
 

@@ -37,10 +37,15 @@ def test_the_demo_runs_three_acts_and_cleans_up(tmp_path):
     out = result.stdout
     for part in ("Part 1", "Part 2", "Part 3"):
         assert part in out
-    assert [line.split()[-1] for line in out.splitlines() if "jsonl line:" in line] == [str(n) for n in range(1, 13)]
-    assert "killed" in out and "SIGKILL" in out
-    assert "check: recovered messages == acknowledged messages: True" in out
-    assert "torn tail ignored: True" in out
+    # One story on one session: Part 1 appends 8 events, Part 2 kills that very agent, Part 3 reads its file.
+    assert [line.split()[-1] for line in out.splitlines() if "jsonl line:" in line] == [str(n) for n in range(1, 9)]
+    assert "the agent holds 5 messages in memory" in out
+    assert "killed with SIGKILL" in out and "exit status -9" in out
+    assert "on disk: 8 complete lines and half a record" in out
+    assert "recovered 8 events, 5 messages" in out
+    assert "check: recovered messages == the messages Part 1 acknowledged: True" in out
+    assert "partial tail ignored: True" in out
+    assert "tool calls still pending: ['call_2']" in out
     assert "\033[" not in out  # not a terminal: no colours
     assert list(scratch.iterdir()) == []  # temporary files removed
 
@@ -49,8 +54,9 @@ def test_the_demo_keeps_its_files_under_root(tmp_path):
     result = run("--root", str(tmp_path / "demo-root"))
     assert result.returncode == 0, result.stderr
     kept = tmp_path / "demo-root" / "projects" / "demo"
-    assert sorted(p.name for p in kept.iterdir()) == ["session-1.jsonl", "session-2.jsonl"]
-    assert len(JSONLTranscript(kept / "session-1.jsonl").read_events()) == 12
+    assert sorted(p.name for p in kept.iterdir()) == ["session-1.jsonl"]
+    scanned = JSONLTranscript(kept / "session-1.jsonl").scan()
+    assert (len(scanned.events), scanned.ignored_partial_tail) == (8, True)
     assert run("--root", str(tmp_path / "demo-root")).returncode == 0  # a rerun starts over
 
 
@@ -130,13 +136,17 @@ def test_the_interactive_shell_appends_and_replays(tmp_path):
     ])
     result = run("--interactive", "--root", str(tmp_path), stdin=commands)
     assert result.returncode == 0, result.stderr
-    assert "appended transcript:interactive:1 (message); jsonl line: 1" in result.stdout
+    assert "appended transcript:interactive-1:1 (message); jsonl line: 1" in result.stdout
     assert "no pending tool call to answer" in result.stdout
     assert "error:" in result.stdout  # the bad JSON arguments, reported without a traceback
-    path = tmp_path / "projects" / "shell" / "interactive.jsonl"
+    path = tmp_path / "projects" / "shell" / "interactive-1.jsonl"
     events = JSONLTranscript(path).read_events()
     assert [e["type"] for e in events] == ["message", "function_call", "function_call_result", "ai-title", "message"]
     assert events[2]["callId"] == events[1]["callId"]
+    # a second shell in the same root starts a new session instead of appending to the first one's
+    again = run("--interactive", "--root", str(tmp_path), stdin="user hello again\nquit")
+    assert "appended transcript:interactive-2:1 (message)" in again.stdout
+    assert len(JSONLTranscript(path).read_events()) == 5
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
@@ -160,4 +170,4 @@ def test_colours_only_on_a_terminal_and_never_with_no_color(tmp_path, no_color, 
     os.close(leader)
     assert child.wait(timeout=120) == 0
     assert (b"\033[" in output) is coloured
-    assert b"recovered messages == acknowledged messages: True" in output
+    assert b"recovered messages == the messages Part 1 acknowledged: True" in output

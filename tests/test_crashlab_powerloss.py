@@ -1,5 +1,6 @@
 """Campaign 2: every state a power cut may leave keeps what was acknowledged, and the model can see bugs."""
 
+import re
 
 import pytest
 
@@ -13,6 +14,7 @@ from s09_jsonl_transcript.crashlab.powerloss import (
     CrashState,
     RecordingFileIO,
     check_state,
+    commit_points,
     crash_states,
     one_append_states,
     power_loss_campaign,
@@ -98,6 +100,47 @@ def test_appending_after_a_torn_tail_without_repair_is_caught(tmp_path):
                if change.kind == "write" else change for change in changes if change.kind != "create"]
     findings = _findings(tmp_path, shifted, reference, initial=fragment)
     assert any("lost to corruption" in finding for finding in findings)
+
+
+class UnmarkedBatches(RecordingFileIO):
+    """A planted bug: batches reach the disk without their batch field, as before issue #10."""
+
+    def write(self, fd, data):
+        return super().write(fd, re.sub(rb',"batch_end":\d+', b"", data)) and len(data)
+
+
+def _recorded_batch(tmp_path, file_io):
+    path = tmp_path / "batch.jsonl"
+    with JSONLTranscript(path, clock=ticking_clock(), file_io=file_io) as writer:
+        writer.append(workload_event(1))
+        file_io.acknowledge([1])
+        writer.append_batch([workload_event(n) for n in (2, 3, 4)])
+        file_io.acknowledge([2, 3, 4])
+    return file_io.changes, JSONLTranscript(path).read_events()
+
+
+def _batch_findings(tmp_path, changes, reference):
+    points = commit_points(changes)
+    checks = [check_state(tmp_path / "check" / "batch.jsonl", state, reference, False, points)
+              for state in crash_states(changes, every_byte=True)]
+    return [check.finding for check in checks if check.finding]
+
+
+def test_commit_points_are_the_ends_of_acknowledged_appends_and_batches(tmp_path):
+    changes, _ = _recorded_batch(tmp_path, RecordingFileIO())
+    assert commit_points(changes) == {0, 1, 4}
+
+
+def test_a_torn_batch_never_comes_back_in_part(tmp_path):
+    changes, reference = _recorded_batch(tmp_path, RecordingFileIO())
+    assert _batch_findings(tmp_path, changes, reference) == []
+
+
+def test_batches_without_their_batch_field_are_caught_coming_back_in_part(tmp_path):
+    changes, reference = _recorded_batch(tmp_path, UnmarkedBatches())
+    assert not any(b"batch_end" in change.data for change in changes)
+    findings = _batch_findings(tmp_path, changes, reference)
+    assert any("part of a batch" in finding for finding in findings)
 
 
 def test_a_state_without_its_file_reads_as_empty(tmp_path):

@@ -25,10 +25,11 @@ from s09_jsonl_transcript.lessons.style import VERDICT_COLORS
 
 @pytest.fixture
 def sample(tmp_path):
-    """The five-event transcript notebook 3 damages."""
+    """The five-event transcript notebook 3 damages, appended one event at a time as the agent loop does."""
     path = tmp_path / "session-3.jsonl"
     with JSONLTranscript(path, clock=ticking_clock()) as transcript:
-        transcript.append_batch(BUG_FIX_SCRIPT[:5])
+        for event in BUG_FIX_SCRIPT[:5]:
+            transcript.append(event)
     return path
 
 

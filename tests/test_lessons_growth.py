@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from s09_jsonl_transcript import damage
 from s09_jsonl_transcript.code import (
+    BATCH_END_FIELD,
     RESERVED_ENVELOPE_FIELDS,
     JSONLTranscript,
     MockLLM,
@@ -140,7 +141,8 @@ def test_envelope_table_shows_every_envelope_field_of_the_record(stepper):
     record = stepper.next_event()
     table = envelope_html(record)
     for name in RESERVED_ENVELOPE_FIELDS:
-        assert f"<code>{name}</code>" in table and f"<code>{record[name]}</code>" in table
+        assert f"<code>{name}</code>" in table and f"<code>{record.get(name, '(absent)')}</code>" in table
+    assert BATCH_END_FIELD not in record  # a single append is its own commit: no batch field
     assert "Next event" in envelope_html(None)
 
 

@@ -1,47 +1,47 @@
 """Real crashes: child processes killed with SIGKILL; a second writer process refused."""
 
-import os
 import random
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript, crash_agent_in_child, simulate_agent_crash
+from s09_jsonl_transcript.code import (
+    JSONLTranscript,
+    TranscriptLockedError,
+    crash_agent_in_child,
+    kill_child,
+    simulate_agent_crash,
+    start_child,
+)
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
 
-# Appends forever, alternating single appends and batches of four; after each append returns it
-# reports the payload numbers it just made durable, one line per append.
-WRITER = r"""
-import sys
-from s09_jsonl_transcript.code import JSONLTranscript, crash_agent_in_child, simulate_agent_crash
-transcript, number = JSONLTranscript(sys.argv[1]), int(sys.argv[2])
-print("ready", flush=True)
-while True:
-    size = 4 if number % 3 == 0 else 1
-    events = [{"type": "message", "role": "user", "content": "x" * (number % 200), "n": number + i}
-              for i in range(size)]
-    records = transcript.append_batch(events) if size > 1 else [transcript.append(events[0])]
-    number += size
-    print(" ".join(str(record["n"]) for record in records), flush=True)
-"""
+def append_forever(path: str, first_number: str) -> None:
+    """Child process: append forever, alternating single appends and batches of four.
+
+    After each append returns it reports the payload numbers it just made durable, one line per append.
+    """
+    transcript, number = JSONLTranscript(path), int(first_number)
+    print("ready", flush=True)
+    while True:
+        size = 4 if number % 3 == 0 else 1
+        events = [{"type": "message", "role": "user", "content": "x" * (number % 200), "n": number + i}
+                  for i in range(size)]
+        records = transcript.append_batch(events) if size > 1 else [transcript.append(events[0])]
+        number += size
+        print(" ".join(str(record["n"]) for record in records), flush=True)
 
 
 def run_writer_and_kill(path, first_number, rng):
     """Start a writer, SIGKILL it after a random delay, return the numbers it acknowledged."""
-    child = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(first_number)],
-                             stdout=subprocess.PIPE, text=True)
+    child = start_child("tests.test_transcript_crash:append_forever", path, first_number)
     assert child.stdout.readline() == "ready\n"
     time.sleep(rng.uniform(0, 0.03))
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
-    output = child.stdout.read()
-    child.stdout.close()
-    assert child.returncode == -signal.SIGKILL
+    output, errors = kill_child(child)
+    assert child.returncode == -signal.SIGKILL and errors == ""
     # a report cut off by the kill (no newline) is not counted as acknowledged
     complete = output[: output.rfind("\n") + 1]
     return [int(number) for line in complete.splitlines() for number in line.split()]
@@ -61,28 +61,31 @@ def test_every_acknowledged_event_survives_sigkill_exactly_once(tmp_path):
     assert len(events) >= len(acknowledged)
 
 
-SECOND_WRITER = r"""
-import sys
-from s09_jsonl_transcript.code import JSONLTranscript, TranscriptLockedError
-try:
-    JSONLTranscript(sys.argv[1]).append({"type": "message", "role": "user", "content": "me too"})
-except TranscriptLockedError as error:
-    print(f"refused: {error}")
-    sys.exit(3)
-print("appended")
-"""
+def second_writer(path: str) -> None:
+    """Child process: try to append once; say whether the lock let us."""
+    try:
+        JSONLTranscript(path).append({"type": "message", "role": "user", "content": "me too"})
+    except TranscriptLockedError as error:
+        print(f"refused: {error}")
+        sys.exit(3)
+    print("appended")
+
+
+def run_second_writer(path) -> tuple[int, str]:
+    child = start_child("tests.test_transcript_crash:second_writer", path)
+    output, _ = child.communicate(timeout=60)
+    return child.returncode, output
 
 
 def test_a_second_writer_process_is_refused_while_the_first_lives(tmp_path):
     path = tmp_path / "owned.jsonl"
     with JSONLTranscript(path) as owner:
         owner.append({"type": "message", "role": "user", "content": "mine"})
-        refused = subprocess.run([sys.executable, "-c", SECOND_WRITER, str(path)], capture_output=True, text=True)
-        assert refused.returncode == 3
-        assert refused.stdout == "refused: owned.jsonl is being written by another writer (one writer per transcript)\n"
+        status, output = run_second_writer(path)
+        assert status == 3
+        assert output == "refused: owned.jsonl is being written by another writer (one writer per transcript)\n"
         owner.append({"type": "message", "role": "user", "content": "still mine"})
-    allowed = subprocess.run([sys.executable, "-c", SECOND_WRITER, str(path)], capture_output=True, text=True)
-    assert (allowed.returncode, allowed.stdout) == (0, "appended\n")
+    assert run_second_writer(path) == (0, "appended\n")
     assert [e["sequence"] for e in JSONLTranscript(path).read_events()] == [1, 2, 3]
 
 
@@ -103,7 +106,10 @@ def test_crash_agent_in_child_refuses_kill_points_outside_the_script(tmp_path, k
 def test_a_tear_before_any_append_leaves_only_a_torn_fragment(tmp_path):
     path = tmp_path / "s.jsonl"
     assert crash_agent_in_child(path, 0, tear=True) == []
-    assert path.read_bytes() and b"\n" not in path.read_bytes()
+    fragment = path.read_bytes()
+    assert fragment and b"\n" not in fragment
+    # what a crash in the middle of append leaves: the first half of an enveloped record
+    assert fragment.startswith(b'{"schema_version":1,"sequence":1,"event_id":"transcript:s:1"')
     state = JSONLTranscript(path).recover()
     assert state["total_events"] == 0 and state["ignored_partial_tail"] is True
 

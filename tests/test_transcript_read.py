@@ -103,7 +103,8 @@ def _edit_record(path, line_number, **changes):
         ({"sequence": True}, "expected sequence 4, got True"),
         ({"session_id": "other"}, "expected session_id 'session', got 'other'"),
         ({"event_id": "transcript:session:5"}, "expected event_id 'transcript:session:4'"),
-        ({"schema_version": SCHEMA_VERSION + 1}, "newer than this code understands"),
+        ({"schema_version": SCHEMA_VERSION + 1, "session_id": "other"}, "expected session_id 'session'"),
+        ({"schema_version": 0}, "bad schema_version 0"),
         ({"schema_version": "1"}, "bad schema_version"),
         ({"type": None}, "no string 'type'"),
         ({"callId": None}, "needs a string 'callId'"),
@@ -251,7 +252,8 @@ def test_replay_state_and_recover_describe_the_same_session(bug_fix):
     assert [s["files"] for s in state.file_snapshots] == [BUG_FIX_SCRIPT[6]["files"]]
     recovered = bug_fix.recover()
     assert set(recovered) == {"messages", "title", "file_snapshots", "total_events", "message_count",
-                              "reasoning_count", "next_sequence", "ignored_partial_tail", "pending_calls"}
+                              "reasoning_count", "next_sequence", "ignored_partial_tail", "pending_calls",
+                              "unknown_schema_events"}
     assert recovered["messages"] == state.messages and recovered["message_count"] == 9
     with pytest.raises(Exception):
         state.title = "changed"  # frozen
@@ -372,10 +374,12 @@ def test_after_cutting_a_torn_tail_the_chain_continues_from_the_last_record(tmp_
 
 
 def test_recover_streams_and_keeps_only_its_window(tmp_path):
+    """recover() holds its window plus, at most, the records of one batch (a batch is kept whole or not at all)."""
     import tracemalloc
 
     with JSONLTranscript(tmp_path / "long.jsonl", clock=ticking_clock()) as transcript:
-        transcript.append_batch({"type": "message", "role": "user", "content": "x" * 400} for _ in range(20_000))
+        for _ in range(200):
+            transcript.append_batch({"type": "message", "role": "user", "content": "x" * 400} for _ in range(100))
 
     def peak_of(read):
         tracemalloc.start()

@@ -8,8 +8,8 @@
   and the chain's cost per append                                      measure_integrity_cost
 
 Each campaign is also a command:  python -m s09_jsonl_transcript.crashlab --help
-Plots and widgets for notebook 6 are in crashlab.plots and crashlab.widgets (they import
-matplotlib and ipywidgets, so they are not imported here).
+Notebook 6's plots and widgets are in lessons/crash_lab.py: the lessons import the crash
+lab, never the other way round.
 """
 
 from .cost import IntegrityCost, measure_integrity_cost

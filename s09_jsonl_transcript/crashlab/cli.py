@@ -61,7 +61,8 @@ def _kill(args) -> int:
     failures = [result for result in results if not result.ok]
     for result in failures[:20]:
         print(f"FAILED trial {result.trial} ({result.mode}, integrity={result.integrity}): "
-              f"lost {result.lost}, duplicated {result.duplicated}, spliced {result.spliced}; {result.verdict}")
+              f"lost {result.lost}, duplicated {result.duplicated}, spliced {result.spliced}, "
+              f"partial batches {result.partial_batches}; {result.verdict}")
     print(f"{len(results) - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
@@ -75,7 +76,7 @@ def _powerloss(args) -> int:
     report = power_loss_campaign(every_byte=not args.quick, repair_every_byte=args.repair_every_byte,
                                  progress=progress_bar("power-loss states"))
     rows = [{"outcome": outcome, "states": report.outcomes[outcome]} for outcome in GOOD_OUTCOMES]
-    rows.append({"outcome": "FINDING (lost, spliced, foreign)", "states": len(report.findings)})
+    rows.append({"outcome": "FINDING (lost, spliced, partial batch, foreign)", "states": len(report.findings)})
     print(format_table(rows))
     print(f"{report.states} states checked, {report.repair_states} of them crashed again during a repair")
     for check in report.findings[:20]:

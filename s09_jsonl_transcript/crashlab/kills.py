@@ -9,8 +9,6 @@ file can be continued after the crash (this is where a torn tail gets repaired).
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -19,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..code import JSONLTranscript, TranscriptCorruptionError, child_process_env
+from ..code import JSONLTranscript, TranscriptCorruptionError, kill_child, start_child
 from ..damage import CLEAN, PARTIAL_TAIL
 from .workload import MODES, tally, workload_event
 
@@ -38,13 +36,16 @@ class KillTrial:
     duplicated: int  # events found twice: must be 0
     verdict: str  # "clean", "partial tail ignored", or what went wrong
     spliced: int = 0  # recovered events that are not what was written: must be 0
+    partial_batches: int = 0  # batches recovered in part (some records, not all): must be 0
     integrity: bool = False  # whether the transcript carried the hash chain
     delay_ms: float = 0.0  # how long after "ready" the kill was sent
 
     @property
     def ok(self) -> bool:
-        """True when nothing acknowledged was lost, doubled or altered and the file read back."""
-        return self.lost == self.duplicated == self.spliced == 0 and self.verdict in ACCEPTABLE_VERDICTS
+        """True when nothing acknowledged was lost, doubled or altered, no batch came back in part,
+        and the file read back."""
+        return (self.lost == self.duplicated == self.spliced == self.partial_batches == 0
+                and self.verdict in ACCEPTABLE_VERDICTS)
 
 
 @dataclass(frozen=True)
@@ -68,21 +69,19 @@ def _plans(trials: int, seed: int, max_delay: float, modes) -> list[_Plan]:
 
 def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None]:
     """Start a victim, kill it after plan.delay, and return (acknowledged numbers, problem or None)."""
-    command = [sys.executable, "-m", "s09_jsonl_transcript.crashlab.victim",
-               str(path), plan.mode, str(plan.seed), "1" if plan.integrity else "0"]
-    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, env=child_process_env())
+    victim = start_child("s09_jsonl_transcript.crashlab.victim:main",
+                         path, plan.mode, plan.seed, "1" if plan.integrity else "0")
+    ready = ""
     try:
         ready = victim.stdout.readline()
-        if ready.strip() == b"ready":
+        if ready.strip() == "ready":
             time.sleep(plan.delay)
     finally:
-        victim.kill()  # SIGKILL on POSIX: no cleanup, no flush, no finally block runs in the victim
-        output, errors = victim.communicate()
+        output, errors = kill_child(victim)  # SIGKILL: no cleanup, no flush, no finally block runs in the victim
     lines = (ready + output).split()
     acknowledged = [int(line) for line in lines[1:]]
-    if ready.strip() != b"ready" or errors.strip():  # a killed victim says nothing on stderr
-        last_error = errors.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+    if ready.strip() != "ready" or errors.strip():  # a killed victim says nothing on stderr
+        last_error = errors.strip().splitlines()[-1:] or ["no output"]
         return acknowledged, f"victim failed before the kill: {last_error[0]}"
     return acknowledged, None
 
@@ -91,12 +90,12 @@ def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
     """What a fresh reader returns and its verdict; any error but corruption is named as foreign."""
     reader = JSONLTranscript(path, integrity=integrity)
     try:
-        read = reader._read_file()
+        read = reader.scan()
     except TranscriptCorruptionError as error:
         return [], f"corrupt at line {error.line_number}: {error.reason}"
     except Exception as error:  # noqa: BLE001 - the campaign exists to catch exactly these
         return [], f"foreign exception {type(error).__name__}: {error}"
-    return read.events, PARTIAL_TAIL if read.torn_tail_offset is not None else CLEAN
+    return read.events, PARTIAL_TAIL if read.ignored_partial_tail else CLEAN
 
 
 def _resume_problem(path: Path, integrity: bool, recovered: int) -> str | None:
@@ -123,7 +122,8 @@ def run_kill_trial(path, plan: _Plan) -> KillTrial:
     return KillTrial(
         trial=plan.trial, mode=plan.mode, acknowledged=counts.acknowledged, recovered=counts.recovered,
         lost=counts.lost, duplicated=counts.duplicated, verdict=problem or verdict,
-        spliced=counts.spliced, integrity=plan.integrity, delay_ms=round(plan.delay * 1000, 3),
+        spliced=counts.spliced, partial_batches=counts.partial_batches, integrity=plan.integrity,
+        delay_ms=round(plan.delay * 1000, 3),
     )
 
 
@@ -171,6 +171,7 @@ def kill_summary(results: list[KillTrial]) -> list[dict]:
             "lost": sum(result.lost for result in chosen),
             "duplicated": sum(result.duplicated for result in chosen),
             "spliced": sum(result.spliced for result in chosen),
+            "partial batches": sum(result.partial_batches for result in chosen),
             "clean": verdicts[CLEAN],
             "torn tail": verdicts[PARTIAL_TAIL],
             "failed": verdicts["FAILED"],

@@ -213,6 +213,17 @@ class Recording:
     written: list  # the events the workload's reader saw at the end: the reference
     integrity: bool
 
+    @property
+    def commit_points(self) -> frozenset:
+        """Event counts a reader may return: 0 and the end of each acknowledged append or batch."""
+        return commit_points(self.changes)
+
+
+def commit_points(changes: list[Change]) -> frozenset:
+    """0 and the number of events written when each acknowledged append (or whole batch) ended."""
+    counts = itertools.accumulate(len(change.numbers) for change in changes if change.kind == "ack")
+    return frozenset({0, *counts})
+
 
 def record_workload(folder, *, integrity: bool = False, name: str = WORKLOAD_NAME) -> Recording:
     """Run a small scripted workload through a RecordingFileIO and return what it recorded.
@@ -256,8 +267,12 @@ def _write_state(path: Path, state: CrashState) -> None:
         path.write_bytes(state.content)
 
 
-def check_state(path, state: CrashState, reference: list, integrity: bool) -> StateCheck:
-    """Put state on disk at path, read it, and let a fresh writer continue; judge the outcome."""
+def check_state(path, state: CrashState, reference: list, integrity: bool,
+                commit_points: frozenset | None = None) -> StateCheck:
+    """Put state on disk at path, read it, and let a fresh writer continue; judge the outcome.
+
+    With commit_points, the reader must return a whole number of appends and batches.
+    """
     path = Path(path)
     _write_state(path, state)
     needed = max(state.acknowledged, default=0)  # events 1..needed must survive
@@ -266,7 +281,7 @@ def check_state(path, state: CrashState, reference: list, integrity: bool) -> St
         return StateCheck("FINDING", text, state)
 
     try:
-        read = JSONLTranscript(path, integrity=integrity)._read_file()
+        read = JSONLTranscript(path, integrity=integrity).scan()
     except TranscriptCorruptionError as error:
         if error.line_number is None or error.line_number <= needed:
             return finding(f"acknowledged event lost to corruption at line {error.line_number}: {error.reason}")
@@ -278,13 +293,15 @@ def check_state(path, state: CrashState, reference: list, integrity: bool) -> St
         return finding("reader returned records that were never written (a spliced or altered record)")
     if len(events) < needed:
         return finding(f"acknowledged events {len(events) + 1}..{needed} are missing")
+    if commit_points is not None and len(events) not in commit_points:
+        return finding(f"the reader returned {len(events)} events: part of a batch (a batch is whole or absent)")
     problem = _continue_problem(path, events, integrity)
     if problem:
         return finding(problem)
     if state.content is None:
         return StateCheck(ABSENT, None, state)
-    repair = read.torn_tail_offset is not None or read.last_line_unterminated
-    return StateCheck(PREFIX_TORN if read.torn_tail_offset is not None else PREFIX_CLEAN, None, state, repair)
+    repair = read.ignored_partial_tail or read.last_line_unterminated
+    return StateCheck(PREFIX_TORN if read.ignored_partial_tail else PREFIX_CLEAN, None, state, repair)
 
 
 def _check_refusal(path: Path, state: CrashState, integrity: bool) -> StateCheck | None:
@@ -366,23 +383,26 @@ def power_loss_campaign(*, integrity_modes=(False, True), every_byte: bool = Tru
             work += [(folder, integrity, recording, state)
                      for state in crash_states(recording.changes, every_byte=every_byte)]
         for done, (folder, integrity, recording, state) in enumerate(work, start=1):
-            check = check_state(folder / "check" / WORKLOAD_NAME, state, recording.written, integrity)
+            check = check_state(folder / "check" / WORKLOAD_NAME, state, recording.written, integrity,
+                                recording.commit_points)
             report.add(check)
             if check.repair_needed:
-                _crash_the_repair(folder, state, integrity, repair_every_byte, report)
+                _crash_the_repair(folder, state, integrity, repair_every_byte, report, recording.commit_points)
             if progress is not None:
                 progress(done, len(work))
     return report
 
 
 def _crash_the_repair(folder: Path, state: CrashState, integrity: bool, every_byte: bool,
-                      report: PowerLossReport) -> None:
+                      report: PowerLossReport, points: frozenset) -> None:
     """Crash a fresh writer at every point of its repair-and-append, and check each state."""
     changes, written = _recovery_changes(folder, state, integrity)
+    points = points | {len(written)}  # the repair's one append is a commit of its own
     for again in crash_states(changes, initial=state.content, every_byte=every_byte):
         again = CrashState(again.content, state.acknowledged, f"during repair: {again.description}",
                            again.torn_at, again.fill)
-        report.add(check_state(folder / "check" / WORKLOAD_NAME, again, written, integrity), during_repair=True)
+        report.add(check_state(folder / "check" / WORKLOAD_NAME, again, written, integrity, points),
+                   during_repair=True)
 
 
 def one_append_states(*, integrity: bool = False) -> tuple[bytes, bytes, list[tuple[int, str, str]]]:

@@ -62,9 +62,8 @@ def handover(path: str, racer: int, events: int, integrity: bool) -> None:
     sys.stdin.readline()  # "exit", as in hold: every racer leaves when told
 
 
-def main(argv=None) -> None:
-    """Entry point of the child process."""
-    path, racer, events, integrity, mode = argv if argv is not None else sys.argv[1:]
+def main(path: str, racer: str, events: str, integrity: str, mode: str) -> None:
+    """Entry point of the child process (code.start_child passes its arguments as strings)."""
     _say("ready")
     sys.stdin.readline()  # "go"
     run = {"hold": hold, "handover": handover}[mode]
@@ -72,4 +71,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:])

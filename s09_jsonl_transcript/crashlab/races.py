@@ -9,13 +9,12 @@ back valid.
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..code import JSONLTranscript, TranscriptCorruptionError, child_process_env
+from ..code import JSONLTranscript, TranscriptCorruptionError, kill_child, start_child
 from .racer import racer_event
 
 SCENARIOS = ("one session", "taking turns", "own sessions")
@@ -39,10 +38,8 @@ class RaceResult:
 
 
 def _start(path: Path, racer: int, events: int, integrity: bool, mode: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "s09_jsonl_transcript.crashlab.racer",
-               str(path), str(racer), str(events), "1" if integrity else "0", mode]
-    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=child_process_env())
+    return start_child("s09_jsonl_transcript.crashlab.racer:main", path, racer, events,
+                       "1" if integrity else "0", mode)
 
 
 def _race(paths: list[Path], events: int, integrity: bool, mode: str) -> list[str]:
@@ -61,8 +58,7 @@ def _race(paths: list[Path], events: int, integrity: bool, mode: str) -> list[st
             try:
                 racer.communicate("exit\n", timeout=30)
             except subprocess.TimeoutExpired:
-                racer.kill()
-                racer.communicate()
+                kill_child(racer)
     return reports
 
 

@@ -1,6 +1,7 @@
 """The child process the kill campaign shoots: it appends workload events until it is killed.
 
     python -m s09_jsonl_transcript.crashlab.victim FILE MODE SEED INTEGRITY
+    (the kill campaign starts it with code.start_child)
 
 It prints "ready" once it is about to append, then the number n of every event whose
 append has returned, one per line, flushed at once: the parent counts only what it
@@ -85,11 +86,10 @@ def _tear_one_write(transcript: JSONLTranscript, file_io: TearingFileIO, rng: ra
     return transcript.replay_state(1).next_sequence
 
 
-def main(argv=None) -> None:
-    """Entry point of the child process."""
-    path, mode, seed, integrity = argv if argv is not None else sys.argv[1:]
+def main(path: str, mode: str, seed: str, integrity: str) -> None:
+    """Entry point of the child process (code.start_child passes its arguments as strings)."""
     run(path, mode, int(seed), integrity == "1")
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..code import CHAIN_FIELD, RESERVED_ENVELOPE_FIELDS, TYPE_MESSAGE
+from ..code import BATCH_END_FIELD, CHAIN_FIELD, RESERVED_ENVELOPE_FIELDS, TYPE_MESSAGE
 
 _ENVELOPE = RESERVED_ENVELOPE_FIELDS | {CHAIN_FIELD}
 MODES = ("append", "batch", "repair")  # how a crash-lab writer appends (see victim.py)
@@ -43,11 +43,12 @@ class Tally:
     lost: int  # acknowledged but not recovered: must always be 0
     duplicated: int  # recovered events whose n was already seen: must always be 0
     spliced: int  # recovered events that are not the event their place promises: must always be 0
+    partial_batches: int = 0  # batches of which some records but not all were recovered: must always be 0
 
     @property
     def ok(self) -> bool:
-        """True when nothing acknowledged is missing, doubled or altered."""
-        return self.lost == self.duplicated == self.spliced == 0
+        """True when nothing acknowledged is missing, doubled or altered, and no batch came back in part."""
+        return self.lost == self.duplicated == self.spliced == self.partial_batches == 0
 
 
 def tally(events: list[dict], acknowledged) -> Tally:
@@ -68,4 +69,11 @@ def tally(events: list[dict], acknowledged) -> Tally:
         lost=len(acknowledged - set(numbers)),
         duplicated=len(numbers) - len(set(numbers)),
         spliced=spliced,
+        partial_batches=partial_batches(events),
     )
+
+
+def partial_batches(events: list[dict]) -> int:
+    """How many batches the events hold only in part: a record says its batch ends past the last event."""
+    last = events[-1]["sequence"] if events else 0
+    return len({event[BATCH_END_FIELD] for event in events if event.get(BATCH_END_FIELD, 0) > last})

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..code import (
+    BATCH_END_FIELD,
     RESERVED_ENVELOPE_FIELDS,
     TYPE_AI_TITLE,
     TYPE_FILE_SNAPSHOT,
@@ -30,7 +31,9 @@ from .style import EVENT_COLORS, OKABE_ITO
 
 # What each envelope field promises, in the order append writes them.
 ENVELOPE_FIELD_MEANINGS = {
-    "schema_version": "Format version of this record. A reader refuses a version newer than it understands.",
+    "schema_version": "Format version of this record. A record of a newer version than the reader knows is kept "
+                      "as evidence (counted, returned by read_events) but never turned into a message; "
+                      "its sequence, session_id and event_id must still check out, or reading fails closed.",
     "sequence": "1, 2, 3, ... with no gaps. Replay checks every line is the previous one plus 1, "
                 "so a lost, doubled or reordered line is caught.",
     "event_id": "transcript:&lt;session_id&gt;:&lt;sequence&gt;: the durable name of this event. "
@@ -38,6 +41,8 @@ ENVELOPE_FIELD_MEANINGS = {
     "session_id": "The file's name without .jsonl. A line pasted in from another session is refused.",
     "recorded_at": "When append wrote the record, in UTC (an injected ticking clock here). "
                    "Evidence for people; replay orders by sequence, never by time.",
+    BATCH_END_FIELD: "Only on records written together by one append_batch: the sequence of the batch's last "
+                     "record. A batch that did not reach the disk whole is ignored like a partial tail.",
 }
 
 # Where the replay fold puts the events that never become chat messages.
@@ -165,7 +170,7 @@ def envelope_html(record: dict | None) -> str:
     if record is None:
         return "<p>No record yet: press <b>Next event</b>.</p>"
     rows = "".join(
-        f"<tr><td><code>{name}</code></td><td><code>{html.escape(str(record[name]))}</code></td>"
+        f"<tr><td><code>{name}</code></td><td><code>{html.escape(str(record.get(name, '(absent)')))}</code></td>"
         f"<td style='text-align:left'>{meaning}</td></tr>"
         for name, meaning in ENVELOPE_FIELD_MEANINGS.items()
     )

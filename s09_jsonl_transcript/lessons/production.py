@@ -8,7 +8,6 @@ turns.session_status what a fresh process should do.
 from __future__ import annotations
 
 import html
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import ipywidgets as widgets
 
 from .. import bench
-from ..code import JSONLTranscript, MockLLM, child_process_env, run_agent, ticking_clock
+from ..code import JSONLTranscript, MockLLM, kill_child, run_agent, start_child, ticking_clock
 from ..turns import TURNS_SCRIPT, SessionStatus, session_status
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS
 from .style import OKABE_ITO
@@ -113,16 +112,13 @@ def build_sample_root(root) -> list[JSONLTranscript]:
 
 # --------------------------------------------------------------------------- the crash lab
 
-_CHILD = """
-import sys
-from s09_jsonl_transcript.code import JSONLTranscript, ticking_clock
-from s09_jsonl_transcript.turns import TURNS_SCRIPT
-transcript = JSONLTranscript(sys.argv[1], clock=ticking_clock())
-for event in TURNS_SCRIPT[: int(sys.argv[2])]:
-    transcript.append(event)
-print("appended", flush=True)
-sys.stdin.readline()  # hold the open, locked transcript until the parent kills us
-"""
+def turns_writer_child(path: str, count: str) -> None:
+    """Body of the child process: append the first count events of TURNS_SCRIPT, then wait to be killed."""
+    transcript = JSONLTranscript(path, clock=ticking_clock())
+    for event in TURNS_SCRIPT[: int(count)]:
+        transcript.append(event)
+    print("appended", flush=True)
+    sys.stdin.readline()  # hold the open, locked transcript until the parent kills us
 
 
 def crash_writer_after(path, count: int) -> None:
@@ -132,16 +128,13 @@ def crash_writer_after(path, count: int) -> None:
     """
     if not 0 <= count <= len(TURNS_SCRIPT):
         raise ValueError(f"count must be between 0 and {len(TURNS_SCRIPT)}, not {count!r}")
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path), str(count)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_process_env())
+    child = start_child("s09_jsonl_transcript.lessons.production:turns_writer_child", path, count)
     try:
-        if child.stdout.readline().strip() != "appended":
-            raise RuntimeError("the writer process died before it had appended its events")
+        appended = child.stdout.readline().strip() == "appended"
     finally:
-        child.kill()
-        child.wait()
-        child.stdin.close()
-        child.stdout.close()
+        errors = kill_child(child)[1]
+    if not appended:
+        raise RuntimeError(f"the writer process died before it had appended its events: {errors.strip()[-300:]}")
 
 
 def crash_and_recover(path, count: int) -> SessionStatus:

@@ -5,12 +5,14 @@ import matplotlib
 matplotlib.use("Agg")
 
 from s09_jsonl_transcript.crashlab import damage_campaign, kill_campaign  # noqa: E402
-from s09_jsonl_transcript.crashlab.plots import plot_kill_trials, plot_one_append, plot_verdict_maps  # noqa: E402
 from s09_jsonl_transcript.crashlab.powerloss import one_append_states  # noqa: E402
-from s09_jsonl_transcript.crashlab.widgets import (  # noqa: E402
+from s09_jsonl_transcript.lessons.crash_lab import (  # noqa: E402
     FlipPanel,
     KillPanel,
     kill_verdict,
+    plot_kill_trials,
+    plot_one_append,
+    plot_verdict_maps,
     progress_bar,
 )
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402

@@ -1,0 +1,91 @@
+"""The package's layout keeps the promises of issue #10: modules talk through public names only,
+the lesson modules sit above the crash lab (never the other way round), and every real crash
+starts its child process through code.py's one spawner.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "s09_jsonl_transcript"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(path: Path) -> list[str]:
+    """Private names this module takes from another module: imported, or read off a module object."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported_modules = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if _is_private(alias.name):
+                    found.append(f"line {node.lineno}: from {node.module or '.'} import {alias.name}")
+                else:
+                    imported_modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            imported_modules.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and _is_private(node.attr)
+                and isinstance(node.value, ast.Name) and node.value.id in imported_modules):
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_module_uses_a_private_name_of_another_module(path):
+    assert private_uses(path) == []
+
+
+def test_the_private_name_check_can_fail(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from .code import _parse_json\nfrom . import code\nx = code._BLOCK\n")
+    assert len(private_uses(probe)) == 2
+
+
+def _is_main_guard(node) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module name the file imports, except inside its `if __name__ == "__main__":` block."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree.body = [node for node in tree.body if not _is_main_guard(node)]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names.add("." * node.level + module)
+            names.update("." * node.level + (module + "." if module else "") + alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "crashlab").glob("*.py")), ids=lambda path: path.name)
+def test_the_crash_lab_never_imports_the_lesson_modules(path):
+    assert not [name for name in _imports(path) if "lessons" in name]
+
+
+def test_code_py_imports_nothing_from_the_kit():
+    """The course loads code.py on its own, from its path: it must stand alone."""
+    assert not [name for name in _imports(PACKAGE / "code.py") if name.startswith(".") or "s09" in name]
+
+
+# Modules that start processes for other reasons: the grader runs pytest, the benchmark measures
+# memory in a fresh interpreter. Neither runs a transcript writer to kill it.
+NOT_WRITER_SPAWNERS = {"grading/runner.py", "bench.py"}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_child_processes_start_only_through_code_py(path):
+    relative = str(path.relative_to(PACKAGE))
+    if relative == "code.py" or relative in NOT_WRITER_SPAWNERS:
+        return
+    text = path.read_text(encoding="utf-8")
+    assert "subprocess.Popen(" not in text and "subprocess.run(" not in text and ".kill()" not in text
