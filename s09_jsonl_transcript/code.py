@@ -218,6 +218,14 @@ class JSONLTranscript:
             envelope[BATCH_END_FIELD] = batch_end
         return envelope
 
+    def acquire_writer(self) -> None:
+        """Become this transcript's one writer now, as the first append would (TranscriptLockedError if taken).
+
+        To read, check and append as one step: with transcript.lock: acquire_writer(), read, append.
+        """
+        with self.lock:
+            self._open_writer()
+
     def _open_writer(self) -> _Writer:
         if self._writer is None:
             self._writer = _Writer(self)  # opens, locks, and repairs a partial tail: once
@@ -265,6 +273,15 @@ class JSONLTranscript:
                 raise
             result.corruption = error
         return result
+
+    def read_recent(self, count: int, *, before: int | None = None) -> ScanResult:
+        """The last count committed records, validated, read from the end of the file.
+
+        With before (a byte offset where a record starts), only records in front of it:
+        pass result.offsets[0] to page back through older history.
+        """
+        _check_max_items(count)
+        return _read_recent(self, count, before) if count else ScanResult()
 
     def replay(self, max_items: int = SESSION_MAX_ITEMS) -> list[dict]:
         """Chat messages for the last max_items events, oldest first, ready to send to a model."""
@@ -339,6 +356,7 @@ class ScanResult:
     """What one validated read of a transcript found."""
 
     events: list = field(default_factory=list)  # the records, in order (empty when they went to on_record)
+    offsets: list = field(default_factory=list)  # where each of those records starts in the file
     last_sequence: int = 0  # of the last committed record: the transcript's length
     partial_tail_offset: int | None = None  # where an ignored partial tail starts (the next append cuts there)
     unfinished_batch: bool = False  # the partial tail holds whole records of a batch that never finished
@@ -434,35 +452,45 @@ class _RecordChecker:
         return _chain_problem(self.previous_line, raw) if self.previous_line is not None else None
 
 
-def _fold_lines(lines, checker: _RecordChecker, result: ScanResult, on_record=None) -> ScanResult:
+def _fold_lines(lines, checker: _RecordChecker, result: ScanResult, on_record=None,
+                end_of_file: bool = True) -> ScanResult:
     """Check lines in order into result, and stop at a partial tail: the only damage forgiven.
 
     A partial tail is an unterminated last line that does not parse, or the records of
     a batch that never finished. Its append never returned, so nothing acknowledged is lost.
+    (Lines that stop before the end of the file hold no partial tail: their batches go on.)
     """
-    keep = on_record or result.events.append
     batch, batch_offset = [], None  # the records of an unfinished batch wait here until its last one
     for number, offset, raw, terminated in lines:
         value = _parse_json(raw)
         if not terminated and value is _NOT_JSON:
             result.partial_tail_offset = offset if batch_offset is None else batch_offset
             break
-        record = checker.check(value, raw, number, offset)
+        batch.append((checker.check(value, raw, number, offset), offset, raw, terminated))
         if checker.inside_batch:
             batch_offset = offset if batch_offset is None else batch_offset
-            batch.append((record, raw, terminated))
             continue
-        for committed, committed_raw, committed_terminated in batch + [(record, raw, terminated)]:
-            keep(committed)
-            if committed["schema_version"] > SCHEMA_VERSION:
-                result.unknown_schema_events += 1
-            result.last_sequence, result.last_line = committed["sequence"], committed_raw
-            result.last_line_unterminated = not committed_terminated
+        _commit(batch, result, on_record)
         batch, batch_offset = [], None
-    if batch_offset is not None:
+    if batch_offset is not None and end_of_file:
         result.partial_tail_offset, result.unfinished_batch = batch_offset, True
+    elif batch:
+        _commit(batch, result, on_record)
     result.chained = checker.chained
     return result
+
+
+def _commit(records: list, result: ScanResult, on_record) -> None:
+    """Hand over records whose commit is complete (one record, or a whole batch)."""
+    for record, offset, raw, terminated in records:
+        if on_record is not None:
+            on_record(record)
+        else:
+            result.events.append(record)
+            result.offsets.append(offset)
+        if record["schema_version"] > SCHEMA_VERSION:
+            result.unknown_schema_events += 1
+        result.last_sequence, result.last_line, result.last_line_unterminated = record["sequence"], raw, not terminated
 
 
 @dataclass(frozen=True)
@@ -615,17 +643,18 @@ def run_agent(transcript: JSONLTranscript, llm: MockLLM, on_append=None) -> list
 DEMO_KILL_AFTER = 8  # the demo's agent dies while writing event 9, the result of call_2 (write_file)
 
 
-def demo(root, color: bool = False) -> bool:
+def demo(root, color: bool = False, ticking: bool = False) -> bool:
     """The three acts on one session: append, kill the agent for real, rebuild and compare.
 
     Returns True when the messages rebuilt from the file equal those the agent had acknowledged.
+    With ticking, the agent's clock is ticking_clock(), so the output is the same on every run.
     """
     paint = _painter(color)
     transcript = JSONLTranscript.for_session(root, "demo", "session-1", new=True)
     transcript.close()  # the agent's own process is the writer
 
     print(paint("Part 1: the agent runs in its own process; each event is appended (write + fsync)", "bold"))
-    agent = AgentProcess(transcript.path)
+    agent = AgentProcess(transcript.path, ticking=ticking)
     for _ in range(DEMO_KILL_AFTER):
         record = agent.append_next()
         print(f"  {record['sequence']:>2} {record['type']:<22} jsonl line: {transcript.count_lines()}")
@@ -962,27 +991,31 @@ def _skip_past_newline(file) -> bool:
             return True
 
 
-def _read_recent(transcript: JSONLTranscript, count: int) -> ScanResult:
-    """The last count committed records, read from the end of the file.
+def _read_recent(transcript: JSONLTranscript, count: int, before: int | None = None) -> ScanResult:
+    """The last count committed records (in front of byte `before`), read from the end of the file.
 
     When the tail cannot vouch for itself (damage, lines older than the envelope, or
     a batch that never finished), the whole file is read: that names the exact line.
     """
     try:
-        return _read_tail(transcript, max(count, 1))
+        return _read_tail(transcript, max(count, 1), before)
     except TranscriptCorruptionError:
         pass  # leave the except block first, so the tail's blocks are freed before the full read
-    return transcript.scan()
+    scanned = transcript.scan()
+    if before is not None:
+        kept = sum(1 for offset in scanned.offsets if offset < before)
+        scanned.events, scanned.offsets = scanned.events[:kept], scanned.offsets[:kept]
+    return scanned
 
 
-def _read_tail(transcript: JSONLTranscript, count: int) -> ScanResult:
+def _read_tail(transcript: JSONLTranscript, count: int, before: int | None = None) -> ScanResult:
     limit = transcript.max_record_bytes
     try:
         file = open(transcript.path, "rb")
     except FileNotFoundError:
         return ScanResult()
     with file:
-        start = file.seek(0, os.SEEK_END)
+        start = file.seek(0, os.SEEK_END) if before is None else before
         blocks, newlines, longest = [], 0, 0
         while start > 0 and newlines <= count:  # one newline more than lines: the boundary before them
             step = min(_BLOCK, start)
@@ -1010,7 +1043,8 @@ def _read_tail(transcript: JSONLTranscript, count: int) -> ScanResult:
         offset += len(raw) + 1
     if fragment:
         lines.append((None, offset, fragment, False))
-    result = _fold_lines(lines, _RecordChecker(transcript, from_start=False), ScanResult())
+    checker = _RecordChecker(transcript, from_start=False)
+    result = _fold_lines(lines, checker, ScanResult(), end_of_file=before is None)
     if result.unfinished_batch:  # where the batch began may lie before the blocks read
         raise TranscriptCorruptionError(transcript.path, None, result.partial_tail_offset, "unfinished batch")
     return result
