@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from .code import (
+    DEMO_LANGUAGES,
     SESSION_MAX_ITEMS,
     TYPE_AI_TITLE,
     TYPE_FUNCTION_CALL,
@@ -30,6 +31,7 @@ from .code import (
     TranscriptValidationError,
     demo,
 )
+from .i18n import language_from_environment
 
 
 class UsageError(Exception):
@@ -109,10 +111,11 @@ def _run_demo(args) -> int:
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="s09-demo-"))
     (root / "projects" / "demo" / "session-1.jsonl").unlink(missing_ok=True)  # a rerun in the same --root
     try:
-        ok = demo(root, color=color)
+        ok = demo(root, color=color, lang=args.lang)
     finally:
         if args.root or args.keep:
-            print(f"\ntranscripts kept in {root / 'projects' / 'demo'}")
+            kept = "transcripts kept in" if args.lang == "en" else "transcript 保存在"
+            print(f"\n{kept} {root / 'projects' / 'demo'}")
         else:
             shutil.rmtree(root, ignore_errors=True)
     return 0 if ok else 1
@@ -186,6 +189,8 @@ def main(argv=None) -> int:
                      description="s09 JSONL transcript: the three-act crash demo and tools.")
     parser.add_argument("--root", help="write the demo's transcripts under DIR and keep them")
     parser.add_argument("--keep", action="store_true", help="keep the demo's temporary folder")
+    parser.add_argument("--lang", choices=DEMO_LANGUAGES, default=language_from_environment(),
+                        help="the demo's language (default: zh when the locale is Chinese, else en)")
     parser.add_argument("--interactive", action="store_true", help="a small shell that appends events")
     commands = parser.add_subparsers(dest="command", metavar="{inspect,replay}")
     inspect = commands.add_parser("inspect", help="validate and summarise a transcript (exit 1 if corrupt)")

@@ -643,39 +643,42 @@ def run_agent(transcript: JSONLTranscript, llm: MockLLM, on_append=None) -> list
 DEMO_KILL_AFTER = 8  # the demo's agent dies while writing event 9, the result of call_2 (write_file)
 
 
-def demo(root, color: bool = False, ticking: bool = False) -> bool:
+def demo(root, color: bool = False, ticking: bool = False, lang: str = "en") -> bool:
     """The three acts on one session: append, kill the agent for real, rebuild and compare.
 
     Returns True when the messages rebuilt from the file equal those the agent had acknowledged.
     With ticking, the agent's clock is ticking_clock(), so the output is the same on every run.
+    lang "zh" prints the acts in Chinese (appendix F).
     """
-    paint = _painter(color)
+    paint, say = _painter(color), _demo_words(lang)
     transcript = JSONLTranscript.for_session(root, "demo", "session-1", new=True)
     transcript.close()  # the agent's own process is the writer
 
-    print(paint("Part 1: the agent runs in its own process; each event is appended (write + fsync)", "bold"))
+    print(paint(say("Part 1: the agent runs in its own process; each event is appended (write + fsync)"), "bold"))
     agent = AgentProcess(transcript.path, ticking=ticking)
     for _ in range(DEMO_KILL_AFTER):
         record = agent.append_next()
         print(f"  {record['sequence']:>2} {record['type']:<22} jsonl line: {transcript.count_lines()}")
     acknowledged = agent.messages()
-    print(f"  the agent holds {len(acknowledged)} messages in memory (its messages[])")
+    print(say("  the agent holds {count} messages in memory (its messages[])", count=len(acknowledged)))
 
-    print(paint("\nPart 2: crash: the agent is killed with SIGKILL while it writes event "
-                f"{DEMO_KILL_AFTER + 1}", "bold"))
+    print(paint(say("\nPart 2: crash: the agent is killed with SIGKILL while it writes event {number}",
+                    number=DEMO_KILL_AFTER + 1), "bold"))
     agent.tear_next()
     status = agent.kill()
-    print(f"  the process is gone (exit status {status}); its messages[] went with it")
-    print(f"  on disk: {transcript.count_lines()} complete lines and half a record with no newline")
+    print(say("  the process is gone (exit status {status}); its messages[] went with it", status=status))
+    print(say("  on disk: {lines} complete lines and half a record with no newline", lines=transcript.count_lines()))
 
-    print(paint("\nPart 3: a fresh process rebuilds the runtime state from the file", "bold"))
+    print(paint(say("\nPart 3: a fresh process rebuilds the runtime state from the file"), "bold"))
     state = JSONLTranscript(transcript.path).recover()
     ok = state["messages"] == acknowledged
-    print(f"  recovered {state['total_events']} events, {state['message_count']} messages, title {state['title']!r}")
-    print(f"  partial tail ignored: {state['ignored_partial_tail']}; "
-          f"tool calls still pending: {[call['callId'] for call in state['pending_calls']]}")
-    print(paint(f"  check: recovered messages == the messages Part 1 acknowledged: {ok}", "green" if ok else "red"))
-    print("  the raw JSONL (the last line is the partial tail, never acknowledged):")
+    print(say("  recovered {events} events, {messages} messages, title {title!r}",
+              events=state["total_events"], messages=state["message_count"], title=state["title"]))
+    print(say("  partial tail ignored: {ignored}; tool calls still pending: {pending}",
+              ignored=state["ignored_partial_tail"], pending=[call["callId"] for call in state["pending_calls"]]))
+    verdict = say("  check: recovered messages == the messages Part 1 acknowledged: {ok}", ok=ok)
+    print(paint(verdict, "green" if ok else "red"))
+    print(say("  the raw JSONL (the last line is the partial tail, never acknowledged):"))
     for line in transcript.path.read_bytes().decode("utf-8", "replace").split("\n"):
         if line:
             print(paint(f"    {line}", "dim"))
@@ -690,6 +693,7 @@ def demo(root, color: bool = False, ticking: bool = False) -> bool:
 #   C. the writer: one open, locked descriptor; partial-tail repair; one write + fsync
 #   D. reading: lines split on b"\n" only, and block reads from the end of the file
 #   E. child processes: an agent to kill for real, and the same crash simulated
+#   F. the demo's sentences in Chinese
 
 MAX_NESTING = 100  # deeper payloads are refused, so every record we write can be read back
 MAX_NAME_LENGTH = 128
@@ -1204,6 +1208,41 @@ def simulate_agent_crash(path, kill_after: int, tear: bool = True, *, ticking: b
             pass
     transcript.close()  # the operating system closes a dead process's descriptors and locks
     return acknowledged
+
+
+# --------------------------------------------------------------------------- F. the demo in Chinese
+
+DEMO_LANGUAGES = ("en", "zh")
+_DEMO_CHINESE = {
+    "Part 1: the agent runs in its own process; each event is appended (write + fsync)":
+        "Part 1：agent 在自己的进程里运行；每个事件追加一行（write + fsync）",
+    "  the agent holds {count} messages in memory (its messages[])":
+        "  agent 的内存里有 {count} 条消息（它的 messages[]）",
+    "\nPart 2: crash: the agent is killed with SIGKILL while it writes event {number}":
+        "\nPart 2：崩溃：agent 正在写第 {number} 个事件时被 SIGKILL 杀死",
+    "  the process is gone (exit status {status}); its messages[] went with it":
+        "  进程已经不在了（退出状态 {status}），它的 messages[] 也随之消失",
+    "  on disk: {lines} complete lines and half a record with no newline":
+        "  磁盘上：{lines} 个完整的行，外加半条没有换行符的记录",
+    "\nPart 3: a fresh process rebuilds the runtime state from the file":
+        "\nPart 3：一个全新的进程从文件重建运行时状态",
+    "  recovered {events} events, {messages} messages, title {title!r}":
+        "  恢复了 {events} 个事件、{messages} 条消息，标题 {title!r}",
+    "  partial tail ignored: {ignored}; tool calls still pending: {pending}":
+        "  已忽略 partial tail：{ignored}；仍在等待结果的工具调用：{pending}",
+    "  check: recovered messages == the messages Part 1 acknowledged: {ok}":
+        "  检查：恢复出的 messages == Part 1 确认过的 messages：{ok}",
+    "  the raw JSONL (the last line is the partial tail, never acknowledged):":
+        "  原始 JSONL（最后一行就是 partial tail，从未被确认）：",
+}
+
+
+def _demo_words(lang: str):
+    """The demo's sentences in lang: each English sentence, or its Chinese, with its fields filled in."""
+    if lang not in DEMO_LANGUAGES:
+        raise ValueError(f"lang must be one of {DEMO_LANGUAGES}, not {lang!r}")
+    words = _DEMO_CHINESE if lang == "zh" else {}
+    return lambda text, **fields: words.get(text, text).format(**fields)
 
 
 def _painter(color: bool):

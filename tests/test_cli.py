@@ -16,7 +16,8 @@ CODE_PY = REPO / "s09_jsonl_transcript" / "code.py"
 
 def run(*args, cwd=None, stdin="", env=None):
     """Run `python s09_jsonl_transcript/code.py ARGS` from another folder; return the finished process."""
-    environment = {**os.environ, **(env or {})}
+    english = {"LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"}  # the tests' own locale: English unless asked
+    environment = {**os.environ, **english, **(env or {})}
     return subprocess.run([sys.executable, str(CODE_PY), *args], capture_output=True, text=True,
                           input=stdin, cwd=cwd, env=environment, timeout=120)
 
@@ -171,3 +172,25 @@ def test_colours_only_on_a_terminal_and_never_with_no_color(tmp_path, no_color, 
     assert child.wait(timeout=120) == 0
     assert (b"\033[" in output) is coloured
     assert b"recovered messages == the messages Part 1 acknowledged: True" in output
+
+
+def _has_chinese(text):
+    return any("\u4e00" <= character <= "\u9fff" for character in text)
+
+
+@pytest.mark.parametrize("how", [("--lang", "zh"), "LANG=zh_CN.UTF-8"])
+def test_the_demo_speaks_chinese_when_asked_or_when_the_locale_is_chinese(tmp_path, how):
+    env = {"LANG": "zh_CN.UTF-8"} if how == "LANG=zh_CN.UTF-8" else {}
+    result = run(*(how if isinstance(how, tuple) else ()), cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    narration = [line for line in lines if "jsonl line:" not in line and not line.startswith("    {")]
+    assert narration and all(_has_chinese(line) for line in narration), narration
+    assert "Part 1：" in result.stdout and "检查：恢复出的 messages == Part 1 确认过的 messages：True" in result.stdout
+    # the numbers are the same as in English
+    assert "磁盘上：8 个完整的行" in result.stdout and "恢复了 8 个事件、5 条消息" in result.stdout
+
+
+def test_an_unknown_demo_language_is_a_usage_error(tmp_path):
+    result = run("--lang", "fr", cwd=tmp_path)
+    assert result.returncode == 2 and "invalid choice: 'fr'" in result.stderr

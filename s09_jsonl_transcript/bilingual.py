@@ -1,0 +1,273 @@
+"""The notebooks in two languages from one source: build the Chinese notebooks, and check both agree.
+
+    python -m s09_jsonl_transcript.bilingual extract    add the new or changed English cells to the Chinese text
+    python -m s09_jsonl_transcript.bilingual build      write notebooks/zh/*.ipynb and run both languages
+    python -m s09_jsonl_transcript.bilingual check      exit 1 (saying why) when the two languages disagree
+
+The English notebook (notebooks/en/NN_name.ipynb) is the source of the structure and the code.
+The Chinese text of its markdown cells lives beside the Chinese notebooks, in
+notebooks/zh/text/NN_name.md, one section per markdown cell:
+
+    <!-- cell 3b953fd5 | en 1a2b3c4d -->
+    # 1. 磁盘上的事件 ...
+
+"cell" is the cell's id in both notebooks; "en" fingerprints the English text that was
+translated, so a change to the English cell marks its translation stale. A section whose
+text still needs translating says "todo" instead of a fingerprint. The Chinese notebook is
+the English one with that text in its markdown cells and one code line changed: the first
+code cell's `i18n.use("en")` becomes `i18n.use("zh")`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+LANGUAGE_LINE = {"en": 'i18n.use("en")', "zh": 'i18n.use("zh")'}
+_SECTION = re.compile(r"^<!-- cell (?P<id>[\w-]+) \| en (?P<fingerprint>[0-9a-f]{8}|todo) -->\n", re.M)
+_HEADER = "<!-- The Chinese text of notebooks/zh/{name}.ipynb: one section per markdown cell of " \
+          "notebooks/en/{name}.ipynb (see s09_jsonl_transcript/bilingual.py). -->\n"
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*")
+_TAG = re.compile(r"<[^>]+>")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One notebook in both languages, and the Chinese text of its markdown cells."""
+
+    name: str
+    english: Path
+    chinese: Path
+    text: Path
+
+    @classmethod
+    def named(cls, name: str, folder: Path = NOTEBOOKS) -> Pair:
+        """The pair for notebooks/en/<name>.ipynb."""
+        return cls(name, folder / "en" / f"{name}.ipynb", folder / "zh" / f"{name}.ipynb",
+                   folder / "zh" / "text" / f"{name}.md")
+
+
+def pairs(folder: Path = NOTEBOOKS) -> list[Pair]:
+    """Every English notebook's pair, in reading order."""
+    return [Pair.named(path.stem, folder) for path in sorted((folder / "en").glob("[0-9][0-9]_*.ipynb"))]
+
+
+def fingerprint(text: str) -> str:
+    """Eight hex digits that change whenever the English text does."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+# --------------------------------------------------------------------------- the Chinese text
+
+
+@dataclass(frozen=True)
+class Section:
+    """The Chinese text of one markdown cell, and the fingerprint of the English it translates."""
+
+    cell_id: str
+    english_fingerprint: str  # "todo" while it still needs translating
+    text: str
+
+
+def read_text(path: Path) -> dict[str, Section]:
+    """The sections of a Chinese text file, by cell id; a repeated id raises ValueError."""
+    if not path.exists():
+        return {}
+    content = path.read_text(encoding="utf-8")
+    marks = list(_SECTION.finditer(content))
+    sections = {}
+    for mark, following in zip(marks, marks[1:] + [None]):
+        body = content[mark.end(): following.start() if following else len(content)]
+        cell_id = mark["id"]
+        if cell_id in sections:
+            raise ValueError(f"{path.name}: cell {cell_id} has two sections")
+        sections[cell_id] = Section(cell_id, mark["fingerprint"], body.strip("\n"))
+    return sections
+
+
+def write_text(path: Path, name: str, sections: list[Section]) -> None:
+    """Write the sections, in the given order, as a Chinese text file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    parts = [_HEADER.format(name=name)]
+    for section in sections:
+        parts.append(f"\n<!-- cell {section.cell_id} | en {section.english_fingerprint} -->\n{section.text}\n")
+    path.write_text("".join(parts), encoding="utf-8")
+
+
+def extract(pair: Pair) -> list[str]:
+    """Bring the Chinese text up to date with the English notebook; return the cell ids that need work.
+
+    Sections of cells that no longer exist are dropped; new cells get a section holding the
+    English text, marked todo; a section whose English changed keeps its old Chinese text and
+    is marked todo too.
+    """
+    english = nbformat.read(pair.english, as_version=4)
+    old = read_text(pair.text)
+    sections, work = [], []
+    for cell in english.cells:
+        if cell.cell_type != "markdown":
+            continue
+        current = fingerprint(cell.source)
+        section = old.get(cell.id)
+        if section is None:
+            section = Section(cell.id, "todo", cell.source)
+        elif section.english_fingerprint not in (current, "todo"):
+            section = Section(cell.id, "todo", section.text)
+        if section.english_fingerprint == "todo":
+            work.append(cell.id)
+        sections.append(section)
+    write_text(pair.text, pair.name, sections)
+    return work
+
+
+# --------------------------------------------------------------------------- building
+
+
+def chinese_notebook(pair: Pair) -> nbformat.NotebookNode:
+    """The Chinese notebook: the English one, its markdown replaced, its language line switched, no outputs."""
+    english = nbformat.read(pair.english, as_version=4)
+    sections = read_text(pair.text)
+    chinese = copy.deepcopy(english)
+    chinese.metadata["language_info"] = english.metadata.get("language_info", {})
+    chinese.metadata["s09"] = {"language": "zh", "source": f"../en/{pair.english.name}"}
+    for cell in chinese.cells:
+        if cell.cell_type == "markdown":
+            section = sections.get(cell.id)
+            if section is None:
+                raise ValueError(f"{pair.text.name}: no Chinese text for markdown cell {cell.id} (run extract)")
+            cell.source = section.text
+        elif cell.cell_type == "code":
+            cell.source = cell.source.replace(LANGUAGE_LINE["en"], LANGUAGE_LINE["zh"])
+            cell.outputs, cell.execution_count = [], None
+    return chinese
+
+
+def execute(path: Path, timeout: int = 120) -> float:
+    """Run a notebook top to bottom in its own folder and save it with its outputs; return the seconds taken."""
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    started = time.monotonic()
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    elapsed = time.monotonic() - started
+    nbformat.write(notebook, path)
+    return elapsed
+
+
+def build(pair: Pair, *, run: bool = True) -> dict:
+    """Write the Chinese notebook from the English one and the Chinese text, then run both languages."""
+    pair.chinese.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(chinese_notebook(pair), pair.chinese)
+    seconds = {}
+    if run:
+        for language, path in (("en", pair.english), ("zh", pair.chinese)):
+            seconds[language] = round(execute(path), 1)
+    return seconds
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def problems(pair: Pair) -> list[str]:
+    """Every way the two languages of one notebook disagree; empty when they agree."""
+    found = []
+    if not pair.chinese.exists():
+        return [f"{pair.chinese.name}: the Chinese notebook is missing (run build)"]
+    english = nbformat.read(pair.english, as_version=4)
+    chinese = nbformat.read(pair.chinese, as_version=4)
+    sections = read_text(pair.text)
+    if [(c.id, c.cell_type) for c in english.cells] != [(c.id, c.cell_type) for c in chinese.cells]:
+        found.append("the two notebooks do not have the same cells in the same order "
+                     f"(en {len(english.cells)} cells, zh {len(chinese.cells)})")
+        return found
+    markdown_ids = {c.id for c in english.cells if c.cell_type == "markdown"}
+    for extra in sorted(set(sections) - markdown_ids):
+        found.append(f"{pair.text.name}: section for cell {extra}, which the English notebook does not have")
+    for en_cell, zh_cell in zip(english.cells, chinese.cells):
+        where = f"cell {en_cell.id}"
+        if en_cell.cell_type == "markdown":
+            section = sections.get(en_cell.id)
+            if section is None:
+                found.append(f"{where}: no Chinese text")
+            elif section.english_fingerprint == "todo":
+                found.append(f"{where}: the Chinese text is marked todo")
+            elif section.english_fingerprint != fingerprint(en_cell.source):
+                found.append(f"{where}: the English text changed after it was translated")
+            elif zh_cell.source != section.text:
+                found.append(f"{where}: the Chinese notebook is stale (run build)")
+        elif en_cell.cell_type == "code":
+            if zh_cell.source != en_cell.source.replace(LANGUAGE_LINE["en"], LANGUAGE_LINE["zh"]):
+                found.append(f"{where}: the code differs between the languages")
+            elif sorted(numbers_in(en_cell)) != sorted(numbers_in(zh_cell)):
+                found.append(f"{where}: the outputs hold different numbers "
+                             f"(en {sorted(numbers_in(en_cell))[:8]}..., zh {sorted(numbers_in(zh_cell))[:8]}...)")
+    first_code = next((c for c in english.cells if c.cell_type == "code"), None)
+    if first_code is None or LANGUAGE_LINE["en"] not in first_code.source:
+        found.append(f"the first code cell of {pair.english.name} must say {LANGUAGE_LINE['en']}")
+    return found
+
+
+def orphans(folder: Path = NOTEBOOKS) -> list[str]:
+    """Chinese notebooks and text files whose English notebook does not exist."""
+    english = {path.stem for path in (folder / "en").glob("*.ipynb")}
+    chinese = list((folder / "zh").glob("*.ipynb")) + list((folder / "zh" / "text").glob("*.md"))
+    return sorted(str(path.relative_to(folder)) for path in chinese if path.stem not in english)
+
+
+def numbers_in(cell) -> list[str]:
+    """The numbers a code cell's outputs show (text, HTML without its tags), in order."""
+    texts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            texts.append(output.get("text", ""))
+        for mime in ("text/plain", "text/html", "text/markdown"):
+            value = output.get("data", {}).get(mime)
+            if value and "application/vnd.jupyter.widget-view+json" not in output.get("data", {}):
+                texts.append(_TAG.sub(" ", value if isinstance(value, str) else "".join(value)))
+    return [number.replace(",", "") for text in texts for number in _NUMBER.findall(text)]
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv=None) -> int:
+    """The command line; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m s09_jsonl_transcript.bilingual",
+                                     description="Build and check the Chinese notebooks from the English ones.")
+    parser.add_argument("command", choices=("extract", "build", "check"))
+    parser.add_argument("names", nargs="*", help="notebook names (default: all), e.g. 01_events_on_disk")
+    parser.add_argument("--no-run", action="store_true", help="build: write the notebooks without running them")
+    args = parser.parse_args(argv)
+    chosen = [Pair.named(name) for name in args.names] if args.names else pairs()
+    status = 0
+    for pair in chosen:
+        if args.command == "extract":
+            work = extract(pair)
+            print(f"{pair.name}: {len(work)} section(s) to translate" + (f": {', '.join(work)}" if work else ""))
+        elif args.command == "build":
+            seconds = build(pair, run=not args.no_run)
+            print(f"{pair.name}: built" + (f", run in {seconds} s" if seconds else " (not run)"))
+        else:
+            found = problems(pair)
+            status |= bool(found)
+            print(f"{pair.name}: " + ("the two languages agree" if not found else "\n  " + "\n  ".join(found)))
+    if args.command == "check" and not args.names:
+        for orphan in orphans():
+            status = 1
+            print(f"{orphan}: has no English notebook")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The kit in two languages: which one is in use, the Chinese text of each module, a CJK font for plots.
+
+    from s09_jsonl_transcript import i18n
+    i18n.use("zh")                      # once, in the first cell of a Chinese notebook
+    tr = i18n.translator("growth")      # in a module: its Chinese text is locale/zh/growth.json
+    tr("Next event")                    # the Chinese text when Chinese is in use, else the text itself
+    tr("{count} lines", count=3)        # fields are filled in after the lookup
+
+English is the source: a module's strings are written in English and looked up, whole, in its
+catalog. tests/test_i18n.py checks that every string a module passes to its translator has a
+Chinese entry and that no entry is left over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from pathlib import Path
+
+LANGUAGES = ("en", "zh")
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+CJK_FONT_FILE = "NotoSansCJKsc-Regular.otf"  # shipped by the mplfonts package (requirements.txt)
+
+_state = {"language": "en"}
+
+
+def use(language: str) -> None:
+    """Make every translator of the kit answer in language ("en" or "zh") from now on."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, not {language!r}")
+    _state["language"] = language
+    if language == "zh":
+        use_cjk_font()
+
+
+def current() -> str:
+    """The language in use: "en" or "zh"."""
+    return _state["language"]
+
+
+def language_from_environment(environ=None) -> str:
+    """ "zh" when the locale (LC_ALL, LC_MESSAGES or LANG, in that order) is Chinese, else "en"."""
+    environ = os.environ if environ is None else environ
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = environ.get(name)
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+@cache
+def catalog(domain: str, language: str = "zh") -> dict:
+    """The translations of one module ({English text: text in language}); empty for English."""
+    if language == "en":
+        return {}
+    path = LOCALE_DIR / language / f"{domain}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+class Translator:
+    """Looks a module's English strings up in the language in use."""
+
+    def __init__(self, domain: str):
+        self.domain = domain
+
+    def __call__(self, text: str, **fields) -> str:
+        translated = catalog(self.domain, current()).get(text, text)
+        return translated.format(**fields) if fields else translated
+
+    def __repr__(self):
+        return f"Translator({self.domain!r}, language={current()!r})"
+
+
+def translator(domain: str) -> Translator:
+    """The translator of one module: its Chinese text lives in locale/zh/<domain>.json."""
+    return Translator(domain)
+
+
+def both(english: str, chinese: str) -> str:
+    """A text in the language in use, for the rare string that is not a module's own (a check message)."""
+    return chinese if current() == "zh" else english
+
+
+@cache
+def cjk_font_path() -> Path:
+    """The CJK font file shipped with mplfonts (Noto Sans CJK SC, SIL Open Font License)."""
+    import mplfonts
+
+    path = Path(mplfonts.__file__).resolve().parent / "fonts" / CJK_FONT_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{CJK_FONT_FILE} is missing from mplfonts: reinstall it (pip install mplfonts)")
+    return path
+
+
+def use_cjk_font() -> str:
+    """Let matplotlib draw Chinese: Latin text keeps DejaVu Sans, Chinese falls back to Noto Sans CJK SC.
+
+    Nothing is installed or copied: the font file is registered for this process only.
+    Returns the CJK font's family name.
+    """
+    from matplotlib import font_manager, rcParams
+
+    path = str(cjk_font_path())
+    if path not in {entry.fname for entry in font_manager.fontManager.ttflist}:
+        font_manager.fontManager.addfont(path)
+    family = font_manager.FontProperties(fname=path).get_name()
+    rcParams["font.family"] = ["DejaVu Sans", family]
+    return family
