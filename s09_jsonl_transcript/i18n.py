@@ -99,8 +99,13 @@ def use_cjk_font() -> str:
     Nothing is installed or copied: the font file is registered for this process only.
     Returns the CJK font's family name.
     """
+    import logging
+
     from matplotlib import font_manager, rcParams
 
+    # The font has one weight: bold Chinese is drawn regular. Say nothing about it on stderr, where
+    # it would land in a notebook's output; a glyph that is really missing still warns.
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     path = str(cjk_font_path())
     if path not in {entry.fname for entry in font_manager.fontManager.ttflist}:
         font_manager.fontManager.addfont(path)
