@@ -133,16 +133,20 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def interleaved(measurements: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+def interleaved(measurements: dict[str, Callable[[], float]], rounds: int, *,
+                alternate: bool = False) -> dict[str, list[float]]:
     """Run each measurement once per round, in turn (A, B, A, B, ...); return every sample of each.
 
-    Interleaving spreads the machine's changing load evenly over the things compared.
+    Interleaving spreads the machine's changing load evenly over the things compared. With
+    alternate, every other round runs them in reverse order (A, B, B, A, ...), so that no
+    measurement always runs right after the same other one.
     """
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
     samples = {name: [] for name in measurements}
-    for _ in range(rounds):
-        for name, measure in measurements.items():
+    for round_number in range(rounds):
+        order = list(measurements.items())
+        for name, measure in (reversed(order) if alternate and round_number % 2 else order):
             samples[name].append(measure())
     return samples
 

@@ -92,6 +92,11 @@ def test_interleaved_alternates_the_measurements_and_keeps_every_sample():
     assert samples == {"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0]}
     with pytest.raises(ValueError):
         bench.interleaved({"a": measure("a", 1.0)}, 0)
+    calls.clear()
+    samples = bench.interleaved({"a": measure("a", 1.0), "b": measure("b", 2.0), "c": measure("c", 3.0)}, 3,
+                                alternate=True)
+    assert calls == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
+    assert samples == {"a": [1.0] * 3, "b": [2.0] * 3, "c": [3.0] * 3}
 
 
 def test_paired_ratio_is_the_median_of_ratios_within_rounds():
