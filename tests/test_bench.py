@@ -7,15 +7,10 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")  # a plain pytest module draws off screen
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from s09_jsonl_transcript import bench  # noqa: E402
-from s09_jsonl_transcript.code import (  # noqa: E402
+from s09_jsonl_transcript import bench
+from s09_jsonl_transcript.code import (
     RESERVED_ENVELOPE_FIELDS,
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
@@ -23,7 +18,6 @@ from s09_jsonl_transcript.code import (  # noqa: E402
     TYPE_REASONING,
     JSONLTranscript,
 )
-from s09_jsonl_transcript.lessons import production  # noqa: E402
 
 
 def payload(record):
@@ -243,22 +237,3 @@ def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeyp
     assert bench.main(["--quick", "--dir", str(tmp_path), "--json", str(tmp_path / "b.json")]) == 2
     assert "needs about" in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()
-
-
-# --------------------------------------------------------------------------- notebook 7's plots
-
-
-def test_the_plots_draw_measured_values_with_titles_labels_and_legends(tmp_path):
-    measured = production.measure_for_plots(tmp_path, rounds=1, per_round=2, batch_sizes=(1, 4),
-                                            batch_events=4, read_sizes=(100, 300), text_bytes=50)
-    assert set(measured["reads"]) == {100, 300} and set(measured["batching"]) == {1, 4}
-    drawings = [(production.draw_fsync_cost, measured["single"]), (production.draw_batching, measured["batching"]),
-                (production.draw_reads, measured["reads"]), (production.draw_jsonl_vs_sqlite, measured["single"])]
-    for draw, data in drawings:
-        figure, axes = plt.subplots()
-        try:
-            draw(axes, data)
-            assert axes.get_title() and axes.get_ylabel() and axes.get_legend() is not None
-            assert axes.has_data()
-        finally:
-            plt.close(figure)
