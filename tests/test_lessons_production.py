@@ -12,9 +12,12 @@ import matplotlib
 
 matplotlib.use("Agg")  # a plain pytest module draws off screen
 
+import ipykernel.kernelspec  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
+from jupyter_client import KernelManager  # noqa: E402
+from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 from s09_jsonl_transcript.code import JSONLTranscript  # noqa: E402
@@ -312,10 +315,18 @@ def run_cell(client, notebook, source):
     return "".join(output.get("text", "") for output in cell.outputs if output["output_type"] == "stream")
 
 
+class ThisEnvironment(KernelSpecManager):
+    """The kernel of the interpreter running the tests, as nbval's --nbval-current-env starts it."""
+
+    def get_kernel_spec(self, kernel_name):
+        return self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
+                                      **ipykernel.kernelspec.get_kernel_dict())
+
+
 def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops():
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(notebook, timeout=120, kernel_name="python3",
-                            resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    kernel = KernelManager(kernel_name="this-environment", kernel_spec_manager=ThisEnvironment())
+    client = NotebookClient(notebook, km=kernel, timeout=120, resources={"metadata": {"path": str(NOTEBOOK.parent)}})
     with client.setup_kernel():
         for index, cell in enumerate(list(notebook.cells)):
             if cell.cell_type == "code":
@@ -329,5 +340,7 @@ def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops
         assert "5 turns ended" in run_cell(client, notebook, audit_cell.source)
         assert run_cell(client, notebook, "lab.point.value = 6\nlab.button.click()\nprint(lab.summary)").startswith(
             "crash 2: killed after 6 events")
+    if kernel.is_alive():
+        kernel.shutdown_kernel()  # a polite shutdown: the kernel exits as it does when a student stops it
     assert not folder.exists(), "the notebook's folder outlived its kernel"
 
