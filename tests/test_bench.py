@@ -2,17 +2,15 @@
 
 import json
 import math
+import os
 import sqlite3
+from collections import Counter
+from pathlib import Path
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")  # a plain pytest module draws off screen
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from s09_jsonl_transcript import bench  # noqa: E402
-from s09_jsonl_transcript.code import (  # noqa: E402
+from s09_jsonl_transcript import bench
+from s09_jsonl_transcript.code import (
     RESERVED_ENVELOPE_FIELDS,
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
@@ -20,7 +18,6 @@ from s09_jsonl_transcript.code import (  # noqa: E402
     TYPE_REASONING,
     JSONLTranscript,
 )
-from s09_jsonl_transcript.lessons import production  # noqa: E402
 
 
 def payload(record):
@@ -89,6 +86,11 @@ def test_interleaved_alternates_the_measurements_and_keeps_every_sample():
     assert samples == {"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0]}
     with pytest.raises(ValueError):
         bench.interleaved({"a": measure("a", 1.0)}, 0)
+    calls.clear()
+    samples = bench.interleaved({"a": measure("a", 1.0), "b": measure("b", 2.0), "c": measure("c", 3.0)}, 3,
+                                alternate=True)
+    assert calls == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
+    assert samples == {"a": [1.0] * 3, "b": [2.0] * 3, "c": [3.0] * 3}
 
 
 def test_paired_ratio_is_the_median_of_ratios_within_rounds():
@@ -111,15 +113,44 @@ def test_the_bare_baseline_and_sqlite_write_the_very_bytes_append_wrote(tmp_path
         assert "".join(records).encode() == after_warm_up
 
 
-def test_the_batch_baseline_writes_the_batches_bytes_with_one_fsync(tmp_path):
+def test_the_batch_baselines_write_the_batches_bytes(tmp_path):
     samples = bench.batch_costs(tmp_path, rounds=2, batch_size=10, singles_per_round=3, text_bytes=50)
-    assert set(samples) == {"append_batch", "bare", "dumps_loop", "append"}
+    assert set(samples) == {"append_batch", "dumps_batch", "bare", "append"}
+    assert all(len(values) == 2 and all(value > 0 for value in values) for values in samples.values())
     batched = (tmp_path / "batch-append.jsonl").read_bytes().split(b"\n")[:-1]
     bare = (tmp_path / "batch-bare.jsonl").read_bytes().split(b"\n")[:-1]
-    plain = (tmp_path / "batch-dumps.jsonl").read_bytes().split(b"\n")[:-1]
+    peer = (tmp_path / "batch-dumps.jsonl").read_bytes()
     assert len(batched) == 30  # the warm-up batch, then one batch per round
     assert bare == batched[10:]
-    assert [json.loads(line) for line in plain] == [bench.synthetic_event(n, 50) for n in range(10)] * 2
+    one_batch = "".join(json.dumps(bench.synthetic_event(n, 50)) + "\n" for n in range(10)).encode()
+    assert peer == one_batch * 2  # the fair peer encodes the same events itself, with plain json.dumps
+
+
+def test_each_side_of_the_batch_figure_syncs_once_per_batch(tmp_path, monkeypatch):
+    """The fair peer and append_batch: one write and one fsync per batch; the bare loop: one write per line."""
+    writes, syncs = Counter(), Counter()
+    real_write, real_fsync = os.write, os.fsync
+
+    def name_of(fd):
+        return Path(os.readlink(f"/proc/self/fd/{fd}")).name
+
+    def counting_write(fd, data):
+        writes[name_of(fd)] += 1
+        return real_write(fd, data)
+
+    def counting_fsync(fd):
+        syncs[name_of(fd)] += 1
+        return real_fsync(fd)
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd to name a descriptor's file")
+    monkeypatch.setattr(os, "write", counting_write)
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    bench.batch_costs(tmp_path, rounds=3, batch_size=10, singles_per_round=2, text_bytes=50)
+    assert (writes["batch-dumps.jsonl"], syncs["batch-dumps.jsonl"]) == (3, 3)
+    assert (writes["batch-append.jsonl"], syncs["batch-append.jsonl"]) == (4, 4)  # the warm-up batch too
+    assert (writes["batch-bare.jsonl"], syncs["batch-bare.jsonl"]) == (30, 3)
+    assert (writes["batch-single.jsonl"], syncs["batch-single.jsonl"]) == (7, 7)  # one warm-up append, then 2 a round
 
 
 def test_replay_costs_and_memory_probe_read_real_transcripts(tmp_path):
@@ -171,7 +202,34 @@ def test_the_quick_command_prints_seven_figures_and_writes_the_raw_numbers(tmp_p
     assert report["quick"] is True and report["machine"]["cpus"]
     for figure in report["figures"]:
         assert all(math.isfinite(target["value"]) for target in figure["targets"])
+    figure_two = report["figures"][1]
+    assert figure_two["targets"][0]["bound"] == 0.8 and "json.dumps" in figure_two["targets"][0]["label"]
+    assert all(len(figure_two["raw"]["samples"][name]) == bench.QUICK.batch_rounds
+               for name in ("append_batch", "dumps_batch", "bare", "append"))
+    assert any(line.startswith("2. append_batch(100) / json.dumps") and "target >= 0.8" in line for line in lines)
     assert list(work.iterdir()) == []  # the temporary transcripts are gone
+
+
+def fake_measured(batch: dict) -> dict:
+    """What run_all returns, with the given batch samples and placeholder samples elsewhere."""
+    return {"single": {"append": [1.0], "bare": [1.0], "write_only": [0.1], "sqlite_FULL": [1.0]},
+            "batch": batch, "replay": {"big": [2.0], "small": [1.0]}, "open_append": {"big": [2.0], "empty": [1.0]},
+            "recover": {"recover": [1.0], "json_loads": [1.0]},
+            "memory": {"baseline_bytes": 0, "peak_bytes": 2**20}, "big_bytes": 2**30}
+
+
+def test_figure_two_is_append_batch_against_the_fair_peer_with_the_bare_loop_as_context():
+    batch = {"append_batch": [10.0, 20.0, 40.0], "dumps_batch": [9.0, 10.0, 36.0],  # ratios 0.9, 0.5, 0.9
+             "bare": [5.0, 5.0, 5.0], "append": [300.0, 300.0, 300.0]}
+    figure = bench.figures_from(fake_measured(batch), bench.QUICK)[1]
+    peer, singles, bare = figure.targets
+    assert figure.number == 2 and "json.dumps" in peer.label
+    assert (peer.value, peer.bound, peer.at_most) == (0.9, 0.8, False) and peer.met
+    assert (singles.value, singles.bound) == (15.0, 20) and not singles.met
+    assert bare.bound is None and bare.value == 0.25  # context: no JSON writer reaches it
+    assert figure.raw["samples"]["dumps_batch"] == batch["dumps_batch"]
+    slower = bench.figures_from(fake_measured({**batch, "append_batch": [20.0, 20.0, 45.0]}), bench.QUICK)[1]
+    assert not slower.targets[0].met  # ratios 0.45, 0.5, 0.8: median 0.5
 
 
 def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeypatch, capsys):
@@ -179,22 +237,3 @@ def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeyp
     assert bench.main(["--quick", "--dir", str(tmp_path), "--json", str(tmp_path / "b.json")]) == 2
     assert "needs about" in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()
-
-
-# --------------------------------------------------------------------------- notebook 7's plots
-
-
-def test_the_plots_draw_measured_values_with_titles_labels_and_legends(tmp_path):
-    measured = production.measure_for_plots(tmp_path, rounds=1, per_round=2, batch_sizes=(1, 4),
-                                            batch_events=4, read_sizes=(100, 300), text_bytes=50)
-    assert set(measured["reads"]) == {100, 300} and set(measured["batching"]) == {1, 4}
-    drawings = [(production.draw_fsync_cost, measured["single"]), (production.draw_batching, measured["batching"]),
-                (production.draw_reads, measured["reads"]), (production.draw_jsonl_vs_sqlite, measured["single"])]
-    for draw, data in drawings:
-        figure, axes = plt.subplots()
-        try:
-            draw(axes, data)
-            assert axes.get_title() and axes.get_ylabel() and axes.get_legend() is not None
-            assert axes.has_data()
-        finally:
-            plt.close(figure)

@@ -1,95 +1,336 @@
-"""Notebook 7, from lesson to production: benchmark plots, a sample index root, the crash lab of turns.
+"""Notebook 7, from lesson to production: measured costs with their spread, a sample index root, and the
+crash lab of turns with the recovery plan a fresh process follows.
 
-The plots draw measurements taken by s09_jsonl_transcript.bench at small sizes; the crash lab
-kills a real writer process after a chosen number of events of turns.TURNS_SCRIPT and asks
-turns.session_status what a fresh process should do.
+The measurements use s09_jsonl_transcript.bench's tools at small sizes, every pair interleaved in
+the same rounds, so each plot shows a median and the spread over rounds, and the sentences printed
+next to a plot are computed from the same samples. The crash lab kills a real writer process after
+a chosen number of events of turns.TURNS_SCRIPT and asks what a new process must do: the turn
+state comes from turns.session_status; what to do about the tools of an unfinished turn comes from
+recovery_plan, which never repeats a tool that changed the world without an idempotency key.
 """
 
 from __future__ import annotations
 
 import html
+import math
+import os
+import statistics
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import ipywidgets as widgets
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import bench
-from ..code import JSONLTranscript, MockLLM, kill_child, run_agent, start_child, ticking_clock
-from ..turns import TURNS_SCRIPT, SessionStatus, session_status
-from .display import MAIN_CONTROL_CLASS, RESULT_CLASS
+from ..code import (
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    JSONLTranscript,
+    MockLLM,
+    kill_child,
+    run_agent,
+    start_child,
+    ticking_clock,
+)
+from ..turns import RUNNING, TURNS_SCRIPT, TYPE_TURN_START, SessionStatus, session_status
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import OKABE_ITO
 
-# --------------------------------------------------------------------------- benchmark plots
+# --------------------------------------------------------------------------- measuring
 
 
-def measure_for_plots(folder, *, rounds: int = 5, per_round: int = 10, batch_sizes=(1, 4, 16, 64, 128),
-                      batch_events: int = 128, read_sizes=(1_000, 4_000, 16_000), text_bytes: int = 900) -> dict:
-    """Small measurements for the notebook's plots (a few seconds); see bench for what each one is."""
-    single = bench.single_write_costs(folder, rounds, per_round, text_bytes, sqlite_modes=("FULL", "NORMAL"))
-    return {
-        "single": bench.medians(single),
-        "batching": bench.batching_curve(folder, batch_sizes, batch_events, text_bytes),
-        "reads": bench.read_costs_by_size(folder, read_sizes, 3, 1000, text_bytes),
+def measure_write_costs(folder, *, rounds: int = 60, per_round: int = 1, batch_sizes=(4, 16, 64, 128),
+                        text_bytes: int = 900) -> dict[str, list[float]]:
+    """Seconds per event, one sample per round, everything interleaved in the same rounds (order alternating).
+
+    With one event per round (the default), each pair of samples is taken a moment apart, and a
+    stall of the disk spoils one round instead of shifting a whole measurement.
+
+    Keys: "append" (the library, one fsync per event; also the batch of 1), "bare" (os.write +
+    fsync of the bytes append wrote last, no library), "write_only" (the same os.write, no fsync:
+    not durable), "sqlite_FULL" and "sqlite_NORMAL" (SQLite in WAL mode, one insert per
+    transaction), and "batch_<n>" for each batch size (append_batch(n): one write, one fsync).
+    The two that do not sync are synced after their timing, so that their unsynced data never
+    lands in the next measurement's fsync.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    transcript = JSONLTranscript(folder / "append.jsonl")
+    batched = JSONLTranscript(folder / "batches.jsonl")
+    bare, unsynced = bench.BareLog(folder / "bare.jsonl"), bench.BareLog(folder / "unsynced.jsonl")
+    databases = {mode: bench.SqliteLog(folder / f"{mode}.sqlite3", mode) for mode in ("FULL", "NORMAL")}
+    events = [bench.synthetic_event(n, text_bytes) for n in range(max(per_round, *batch_sizes))]
+    written: list[bytes] = []  # what the last library round wrote: the bare sides write the same bytes
+
+    def library() -> float:
+        elapsed, lines = bench.timed_append(transcript, lambda: [transcript.append(e) for e in events[:per_round]])
+        written[:] = lines
+        return elapsed / per_round
+
+    def each_line(write, flush=None) -> float:
+        elapsed = bench.timed(lambda: [write(line) for line in written]) / len(written)
+        if flush:  # outside the timing: leave no unsynced data for the next measurement's fsync to carry
+            flush()
+        return elapsed
+
+    def write_and_sync(line: bytes) -> None:
+        bare.write(line)
+        bare.sync()
+
+    def sync_file(path) -> None:
+        with open(path, "rb") as file:
+            os.fsync(file.fileno())
+
+    def batch_of(size: int):
+        return lambda: bench.timed(lambda: batched.append_batch(events[:size])) / size
+
+    measurements = {
+        "append": library,
+        "bare": lambda: each_line(write_and_sync),
+        "write_only": lambda: each_line(unsynced.write, unsynced.sync),
+        "sqlite_FULL": lambda: each_line(databases["FULL"].insert),
+        "sqlite_NORMAL": lambda: each_line(databases["NORMAL"].insert,
+                                           lambda: sync_file(folder / "NORMAL.sqlite3-wal")),
     }
+    measurements.update({f"batch_{size}": batch_of(size) for size in batch_sizes})
+    try:
+        library()  # warm-up: opens and locks the writers, creates the files
+        batched.append(events[0])
+        return bench.interleaved(measurements, rounds, alternate=True)
+    finally:
+        for resource in (transcript, batched, bare, unsynced, *databases.values()):
+            resource.close()
 
 
-def _draw_log_bars(axes, bars: dict, legend: str, ylabel: str, title: str) -> None:
-    """Labelled bars on a log scale; bars maps a label to (value, colour)."""
-    drawn = axes.bar(list(bars), [value for value, _ in bars.values()],
-                     color=[colour for _, colour in bars.values()], label=legend)
-    axes.bar_label(drawn, fmt="%.0f")
+def measure_read_costs(folder, sizes=(1_000, 4_000, 16_000), *, rounds: int = 5, window: int = 1000,
+                       text_bytes: int = 900) -> dict[int, dict[str, list[float]]]:
+    """Seconds of replay(window) (reads the tail) and recover() (reads every line), per round, by transcript size."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    costs = {}
+    for size in sizes:
+        path = folder / f"read-{size}.jsonl"
+        bench.write_bulk_transcript(path, size, text_bytes)
+        costs[size] = bench.interleaved({"replay": lambda: bench.timed(lambda: JSONLTranscript(path).replay(window)),
+                                         "recover": lambda: bench.timed(JSONLTranscript(path).recover)},
+                                        rounds, alternate=True)
+    return costs
+
+
+def quartiles(values) -> tuple[float, float, float]:
+    """The 25th percentile, the median and the 75th percentile of the samples: the middle half of the rounds."""
+    values = list(values)
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    low, middle, high = statistics.quantiles(values, n=4, method="inclusive")
+    return low, middle, high
+
+
+# --------------------------------------------------------------------------- the sanity check
+
+
+def _binomial_tail(n: int, k: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, 1/2): the chance of k or more heads in n fair coin flips."""
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+
+
+@dataclass(frozen=True)
+class LibraryVsBare:
+    """How often the library's append took less time than a bare write + fsync of the same bytes.
+
+    The library does that same write and that same fsync, plus its own work, so it cannot really be
+    faster. In a sound measurement it may still come out faster in some rounds, by noise: with the
+    order alternating, in about half of them at most. It being faster in `limit` or more of the rounds
+    has a chance of at most 1 in 1000 from noise alone: then the measurement, not the library, is wrong.
+    """
+
+    rounds: int
+    faster_rounds: int
+    limit: int
+
+    @property
+    def ok(self) -> bool:
+        return self.faster_rounds < self.limit
+
+    def __str__(self):
+        if self.limit > self.rounds:
+            return f"with {self.rounds} rounds no count is beyond noise at 1 in 1000: the check cannot tell"
+        if self.ok:
+            return (f"append came out faster than the bare os.write + fsync in fewer than {self.limit} of "
+                    f"{self.rounds} rounds: within noise, the measurement is sound")
+        return (f"append was faster than the bare os.write + fsync in {self.faster_rounds} of {self.rounds} rounds, "
+                f"beyond noise (fewer than {self.limit} expected): the measurement is broken, not the library")
+
+
+def library_vs_bare(samples: dict[str, list[float]], library: str = "append", bare: str = "bare",
+                    false_alarm: float = 0.001) -> LibraryVsBare:
+    """Count the paired rounds in which library < bare, and the count noise alone reaches with chance <= false_alarm.
+
+    With fewer than 10 rounds no count is beyond noise at 1 in 1000 (limit = rounds + 1): the check cannot fail.
+    """
+    pairs = list(zip(samples[library], samples[bare]))
+    if not pairs:
+        raise ValueError("no paired samples to compare")
+    n = len(pairs)
+    limit = next((k for k in range(n + 1) if _binomial_tail(n, k) <= false_alarm), n + 1)
+    return LibraryVsBare(n, sum(a < b for a, b in pairs), limit)
+
+
+# --------------------------------------------------------------------------- plots and what they show
+
+
+def _box(axes, data: dict, colours: list, ylabel: str, title: str) -> None:
+    """One box per label (median line, middle half of the rounds as the box), medians written above, log scale."""
+    labels, values = list(data), list(data.values())
+    boxes = axes.boxplot(values, patch_artist=True, widths=0.5, whis=(0, 100),
+                         medianprops={"color": OKABE_ITO["black"]})
+    axes.set_xticks(range(1, len(labels) + 1), labels)
+    for patch, colour in zip(boxes["boxes"], colours):
+        patch.set_facecolor(colour)
+    for position, samples in enumerate(values, start=1):
+        axes.annotate(f"{statistics.median(samples):,.0f}", (position, max(samples)), textcoords="offset points",
+                      xytext=(0, 4), ha="center")
     axes.set_yscale("log")
-    axes.set_ylim(1, max(value for value, _ in bars.values()) * 10)  # from 1, with room for the legend
     axes.set_ylabel(f"{ylabel} (log scale)")
     axes.set_title(title)
+
+
+def draw_fsync_cost(axes, samples: dict) -> None:
+    """Boxes on axes: microseconds per event for os.write alone, os.write + fsync, and the library's append."""
+    micro = {name: [s * 1e6 for s in samples[name]] for name in ("write_only", "bare", "append")}
+    _box(axes, {"os.write, no fsync\n(not durable)": micro["write_only"],
+                "os.write + fsync\n(same bytes, no library)": micro["bare"],
+                "append\n(the library)": micro["append"]},
+         [OKABE_ITO["grey"], OKABE_ITO["sky"], OKABE_ITO["blue"]], "microseconds per event",
+         f"One event made durable: {len(micro['append'])} rounds\n(line: median, box: middle half, whiskers: all)")
+
+
+def draw_pairs(axes, samples: dict, library: str = "append", bare: str = "bare") -> None:
+    """One dot per round: the library's time against the bare write + fsync measured a moment apart."""
+    xs, ys = [s * 1e6 for s in samples[bare]], [s * 1e6 for s in samples[library]]
+    longer = sum(y > x for x, y in zip(xs, ys))
+    axes.scatter(xs, ys, s=14, color=OKABE_ITO["blue"],
+                 label=f"one round: append took longer in {longer} of {len(xs)}")
+    low, high = min(xs + ys) / 1.5, max(xs + ys) * 1.5
+    axes.plot([low, high], [low, high], linestyle="--", color=OKABE_ITO["grey"], label="the same time")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlim(low, high)
+    axes.set_ylim(low, high)
+    axes.set_aspect("equal")
+    for axis in (axes.xaxis, axes.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:,.0f}"))
+        axis.set_minor_formatter(NullFormatter())
+    axes.set_xlabel("os.write + fsync, no library (microseconds)")
+    axes.set_ylabel("append (microseconds)")
+    axes.set_title("Round by round: above the line, append took longer")
     axes.legend(loc="upper left")
 
 
-def draw_fsync_cost(axes, single: dict) -> None:
-    """Bars on axes: microseconds per event for a write alone, a write + fsync, and the library's append."""
-    _draw_log_bars(axes, {
-        "os.write only\n(not durable)": (single["write_only"] * 1e6, OKABE_ITO["grey"]),
-        "os.write + fsync\n(the physical limit)": (single["bare"] * 1e6, OKABE_ITO["sky"]),
-        "append\n(the library)": (single["append"] * 1e6, OKABE_ITO["blue"]),
-    }, "median microseconds per event", "microseconds per event", "Durability costs one fsync per event")
+def fsync_summary(samples: dict) -> str:
+    """The fsync plot's numbers in words: medians, the middle half of the rounds, and the paired ratio."""
+    lines = ["microseconds per event, median [middle half of the rounds]:"]
+    for name, label in (("write_only", "os.write, no fsync"), ("bare", "os.write + fsync, no library"),
+                        ("append", "append, the library")):
+        low, middle, high = (value * 1e6 for value in quartiles(samples[name]))
+        lines.append(f"  {label:<30} {middle:9,.1f}  [{low:,.1f} to {high:,.1f}]")
+    low, middle, high = quartiles(a / b for a, b in zip(samples["append"], samples["bare"]))
+    lines.append(f"append / bare write + fsync, round by round: median {middle:.2f} [{low:.2f} to {high:.2f}]")
+    synced, unsynced = statistics.median(samples["bare"]), statistics.median(samples["write_only"])
+    lines.append(f"os.write + fsync / os.write alone, medians: {synced / unsynced:,.0f} times")
+    return "\n".join(lines)
 
 
-def draw_batching(axes, rates: dict) -> None:
-    """Lines on axes: events per second against batch size (one fsync shared by more events)."""
-    sizes = sorted(rates)
-    axes.plot(sizes, [rates[size] for size in sizes], marker="o", color=OKABE_ITO["blue"], label="append_batch")
-    axes.plot(sizes, [rates[sizes[0]] * size / sizes[0] for size in sizes], linestyle="--",
-              color=OKABE_ITO["grey"], label="if one fsync cost the same for any batch")
+def batch_rates(samples: dict) -> dict[int, list[float]]:
+    """Events per second by batch size, one value per round; the batch of 1 is the append samples."""
+    rates = {1: [1 / s for s in samples["append"]]}
+    for name, values in samples.items():
+        if name.startswith("batch_"):
+            rates[int(name.removeprefix("batch_"))] = [1 / s for s in values]
+    return dict(sorted(rates.items()))
+
+
+def draw_batching(axes, samples: dict) -> None:
+    """Median events per second against batch size, the middle half of the rounds as error bars."""
+    rates = batch_rates(samples)
+    sizes = list(rates)
+    spreads = [quartiles(rates[size]) for size in sizes]
+    medians = [middle for _, middle, _ in spreads]
+    axes.errorbar(sizes, medians, yerr=[[m - low for (low, _, _), m in zip(spreads, medians)],
+                                        [high - m for (_, _, high), m in zip(spreads, medians)]],
+                  marker="o", capsize=3, color=OKABE_ITO["blue"], label="append_batch (append for 1): median")
+    axes.plot(sizes, [medians[0] * size for size in sizes], linestyle="--", color=OKABE_ITO["grey"],
+              label="in proportion: if an event cost only its share of the fsync")
     axes.set_xscale("log")
     axes.set_yscale("log")
+    axes.set_xticks(sizes, [str(size) for size in sizes])
+    axes.minorticks_off()
     axes.set_xlabel("events per append_batch (one write, one fsync)")
     axes.set_ylabel("events per second")
-    axes.set_title("Group commit: batching shares the fsync")
+    axes.set_title("Group commit: a batch shares one fsync")
     axes.legend()
+
+
+def batching_summary(samples: dict) -> str:
+    """Per batch size: median events per second, and how many times the rate of single appends that is."""
+    rates = batch_rates(samples)
+    single = statistics.median(rates[1])
+    lines = ["batch size   events per second (median)   times the rate of single appends"]
+    for size, values in rates.items():
+        rate = statistics.median(values)
+        lines.append(f"{size:>10}   {rate:>26,.0f}   {rate / single:>8.1f}  (in proportion: {size})")
+    return "\n".join(lines)
 
 
 def draw_reads(axes, costs: dict) -> None:
-    """Lines on axes: milliseconds of replay(1000) (tail read) and recover() (full read) by transcript size."""
+    """Milliseconds of replay(1000) (tail read) and recover() (full read) by transcript size: median and spread."""
     counts = sorted(costs)
-    axes.plot(counts, [costs[count]["recover"] * 1e3 for count in counts], marker="s",
-              color=OKABE_ITO["orange"], label="recover(): reads every line")
-    axes.plot(counts, [costs[count]["replay"] * 1e3 for count in counts], marker="o",
-              color=OKABE_ITO["blue"], label="replay(1000): reads the tail")
+    for name, marker, colour, label in (("recover", "s", OKABE_ITO["orange"], "recover(): reads every line"),
+                                        ("replay", "o", OKABE_ITO["blue"], "replay(1000): reads the tail")):
+        spreads = [[value * 1e3 for value in quartiles(costs[count][name])] for count in counts]
+        medians = [middle for _, middle, _ in spreads]
+        axes.errorbar(counts, medians, yerr=[[m - low for (low, _, _), m in zip(spreads, medians)],
+                                             [high - m for (_, _, high), m in zip(spreads, medians)]],
+                      marker=marker, capsize=3, color=colour, label=label)
     axes.set_xlabel("events in the transcript")
-    axes.set_ylabel("milliseconds")
-    axes.set_title("A tail read costs the same at any length; a full read grows")
+    axes.set_ylabel("milliseconds (median, middle half)")
+    axes.set_title("Full read against tail read")
     axes.legend()
 
 
-def draw_jsonl_vs_sqlite(axes, single: dict) -> None:
-    """Bars on axes: events per second of append against SQLite in WAL mode, synchronous FULL and NORMAL."""
-    _draw_log_bars(axes, {
-        "JSONL append\n(fsync each)": (1 / single["append"], OKABE_ITO["blue"]),
-        "SQLite WAL\nsynchronous=FULL": (1 / single["sqlite_FULL"], OKABE_ITO["green"]),
-        "SQLite WAL\nsynchronous=NORMAL\n(not durable)": (1 / single["sqlite_NORMAL"], OKABE_ITO["grey"]),
-    }, "events per second, one per transaction", "events per second",
-        "Durable JSONL appends against durable SQLite inserts")
+def reads_summary(costs: dict) -> str:
+    """How much longer each read took on the largest transcript than on the smallest (medians)."""
+    small, big = min(costs), max(costs)
+    lines = [f"median time on {big:,} events / on {small:,} events ({big // small} times the events):"]
+    for name, label in (("recover", "recover(), every line"), ("replay", "replay(1000), the tail")):
+        ratio = statistics.median(costs[big][name]) / statistics.median(costs[small][name])
+        lines.append(f"  {label:<24} {ratio:6.2f} times")
+    return "\n".join(lines)
+
+
+def draw_jsonl_vs_sqlite(axes, samples: dict) -> None:
+    """Boxes on axes: events per second of append against SQLite in WAL mode, synchronous FULL and NORMAL."""
+    rates = {name: [1 / s for s in samples[name]] for name in ("append", "sqlite_FULL", "sqlite_NORMAL")}
+    _box(axes, {"JSONL append\n(fsync each)": rates["append"],
+                "SQLite WAL\nsynchronous=FULL": rates["sqlite_FULL"],
+                "SQLite WAL\nsynchronous=NORMAL\n(not durable)": rates["sqlite_NORMAL"]},
+         [OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["grey"]], "events per second, one per transaction",
+         "Durable JSONL appends against SQLite inserts")
+
+
+def sqlite_summary(samples: dict) -> str:
+    """The JSONL-vs-SQLite plot's medians in events per second, and their ratios."""
+    rate = {name: 1 / statistics.median(samples[name]) for name in ("append", "sqlite_FULL", "sqlite_NORMAL")}
+    return "\n".join([
+        "events per second, median:",
+        f"  JSONL append (fsync each)       {rate['append']:>10,.0f}",
+        f"  SQLite WAL, synchronous=FULL    {rate['sqlite_FULL']:>10,.0f}",
+        f"  SQLite WAL, synchronous=NORMAL  {rate['sqlite_NORMAL']:>10,.0f}",
+        f"append / SQLite FULL: {rate['append'] / rate['sqlite_FULL']:.2f}; "
+        f"SQLite NORMAL / SQLite FULL: {rate['sqlite_NORMAL'] / rate['sqlite_FULL']:.1f}",
+    ])
 
 
 # --------------------------------------------------------------------------- a root for the index
@@ -108,6 +349,116 @@ def build_sample_root(root) -> list[JSONLTranscript]:
         chat.append({"type": "message", "role": "assistant",
                      "content": "So that what was acknowledged is never rewritten: a crash can only cut the tail."})
     return [bug_fix, turns, chat]
+
+
+# --------------------------------------------------------------------------- recovery: the turn and its tools
+
+# Tools of TURNS_SCRIPT that change nothing outside the agent: running one again is harmless.
+# Every other tool (write_file, and any tool not listed here) is taken to change the world: fail closed.
+SAFE_TO_REPEAT = frozenset({"read_file", "run_tests"})
+
+
+@dataclass(frozen=True)
+class RecoveryPlan:
+    """What a fresh process does after a crash: the turn state, and what to do about the unfinished turn's tools."""
+
+    status: SessionStatus
+    action: str
+
+    @property
+    def state(self) -> str:
+        return self.status.state
+
+    def __str__(self):
+        anomalies = f" ({len(self.status.anomalies)} anomalies)" if self.status.anomalies else ""
+        return f"{self.state}: {self.action}{anomalies}"
+
+
+def _open_turn_calls(events: list) -> tuple[list, set]:
+    """The function_call events since the last turn_start, and the callIds answered by a result."""
+    start = max((i for i, event in enumerate(events) if event["type"] == TYPE_TURN_START), default=-1)
+    turn = events[start + 1:]
+    calls = [event for event in turn if event["type"] == TYPE_FUNCTION_CALL]
+    answered = {event["callId"] for event in turn if event["type"] == TYPE_FUNCTION_CALL_RESULT}
+    return calls, answered
+
+
+def recovery_plan(events) -> RecoveryPlan:
+    """The session's state (turns.session_status) and what to do; an open turn is resumed, never blindly re-run.
+
+    Inside an unfinished turn the events already on disk are evidence: what they record happened and
+    is not done again. A tool call with no result may or may not have run. If the tool is safe to
+    repeat, run it again; if it changes the world, repeat it only under an idempotency key the tool
+    honours (the callId), or ask the user; either way append the answer, then resume the turn.
+    """
+    events = list(events)
+    status = session_status(events)
+    if status.state != RUNNING:
+        return RecoveryPlan(status, status.decision)
+    turn = status.open_turn
+    calls, answered = _open_turn_calls(events)
+    pending = [call for call in calls if call["callId"] not in answered]
+    done_effects = [call for call in calls if call["callId"] in answered and call["name"] not in SAFE_TO_REPEAT]
+    if pending:
+        call = pending[-1]
+        what = f"{call['name']} ({call['callId']})"
+        if call["name"] in SAFE_TO_REPEAT:
+            action = f"run {what} again (safe to repeat), append its result, resume turn {turn}"
+        else:
+            action = (f"{what} may have run: repeat it only with an idempotency key the tool honours, "
+                      f"else ask the user; append the answer, resume turn {turn}")
+    elif done_effects:
+        names = ", ".join(f"{call['name']} ({call['callId']})" for call in done_effects)
+        action = f"resume turn {turn} after its last event; never repeat {names}: its result is on disk"
+    else:
+        action = f"resume turn {turn}: nothing in it changed the world, ask the model again"
+    return RecoveryPlan(status, action)
+
+
+def _describe(event: dict | None) -> str:
+    if event is None:
+        return "(nothing yet)"
+    if event["type"] == "turn_end":
+        return f"turn_end {event['turn_number']} ({event['reason']})"
+    if event["type"] == "turn_start":
+        return f"turn_start {event['turn_number']}"
+    if event["type"] == TYPE_FUNCTION_CALL:
+        return f"function_call {event['name']}"
+    if event["type"] == TYPE_FUNCTION_CALL_RESULT:
+        return f"function_call_result {event['callId']}"
+    return event["type"]
+
+
+def crash_points() -> list[dict]:
+    """For every point a writer can die at (after 0..n events of TURNS_SCRIPT): the last event and the plan.
+
+    Computed by folding each prefix, which is exactly what a crash at that point leaves on disk
+    (crash_and_plan proves it with a real process for any single point).
+    """
+    rows = []
+    for count in range(len(TURNS_SCRIPT) + 1):
+        events = [{**event, "sequence": number} for number, event in enumerate(TURNS_SCRIPT[:count], 1)]
+        plan = recovery_plan(events)
+        rows.append({"events": count, "last_event": _describe(events[-1] if events else None),
+                     "status": plan.status, "plan": plan})
+    return rows
+
+
+def crash_point_table(rows: list[dict] | None = None):
+    """crash_points as an HTML table, consecutive points with the same plan on one row."""
+    groups = []
+    for row in rows if rows is not None else crash_points():
+        if groups and groups[-1][-1]["plan"] == row["plan"]:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    table = []
+    for group in groups:
+        first, last = group[0]["events"], group[-1]["events"]
+        table.append([str(first) if first == last else f"{first} to {last}",
+                      ", ".join(row["last_event"] for row in group), group[0]["plan"].state,
+                      group[0]["plan"].action])
+    return html_table(["events on disk", "last event on disk", "state", "what a fresh process must do"], table)
 
 
 # --------------------------------------------------------------------------- the crash lab
@@ -139,64 +490,53 @@ def crash_writer_after(path, count: int) -> None:
 
 def crash_and_recover(path, count: int) -> SessionStatus:
     """Start a fresh transcript at path, crash a writer after count events, and fold what a new process reads."""
+    return crash_and_plan(path, count).status
+
+
+def crash_and_plan(path, count: int) -> RecoveryPlan:
+    """Start a fresh transcript at path, crash a writer after count events, and plan from what a new process reads."""
     Path(path).unlink(missing_ok=True)
     crash_writer_after(path, count)
-    return session_status(JSONLTranscript(path).read_events())
+    return recovery_plan(JSONLTranscript(path).read_events())
 
 
-def crash_points() -> list[dict]:
-    """For every point a writer can die at (after 0..n events of TURNS_SCRIPT): the last event and the status.
-
-    Computed by folding each prefix, which is exactly what a crash at that point leaves on disk
-    (crash_and_recover proves it with a real process for any single point).
-    """
-    rows = []
-    for count in range(len(TURNS_SCRIPT) + 1):
-        last = TURNS_SCRIPT[count - 1] if count else None
-        events = [{**event, "sequence": number} for number, event in enumerate(TURNS_SCRIPT[:count], 1)]
-        rows.append({"events": count, "last_event": _describe(last), "status": session_status(events)})
-    return rows
+def crash_text(crash_number: int, count: int, plan: RecoveryPlan) -> str:
+    """One crash's outcome as plain text."""
+    return (f"crash {crash_number}: killed after {count} events; a fresh process reads state {plan.state} "
+            f"and must: {plan.action}")
 
 
-def _describe(event: dict | None) -> str:
-    if event is None:
-        return "(nothing yet)"
-    if event["type"] == "turn_end":
-        return f"turn_end {event['turn_number']} ({event['reason']})"
-    if event["type"] == "turn_start":
-        return f"turn_start {event['turn_number']}"
-    return event["type"]
-
-
-def status_html(crash_number: int, count: int, status: SessionStatus) -> str:
-    """One crash's outcome as a short HTML paragraph."""
-    turn = f" (turn {status.open_turn})" if status.open_turn is not None else ""
+def crash_html(crash_number: int, count: int, plan: RecoveryPlan) -> str:
+    """One crash's outcome as a short HTML paragraph, for the result widget."""
     return (f"crash {crash_number}: <b>killed after {count} events</b>; a fresh process reads state "
-            f"<b>{html.escape(status.state)}</b> and decides: <b>{html.escape(status.decision)}</b>{html.escape(turn)}")
+            f"<b>{html.escape(plan.state)}</b> and must: <b>{html.escape(plan.action)}</b>")
 
 
 class CrashLab:
-    """A slider for the crash point and a button that kills a real writer there and shows the decision.
+    """A slider for the crash point and a button that kills a real writer there and shows the recovery plan.
 
     With a folder, the crashed transcript stays there (folder/crash-lab.jsonl) to be inspected;
     without one, each crash writes into a temporary folder that is removed right after.
     """
 
-    def __init__(self, folder=None):
+    def __init__(self, folder=None, point: int = 9):
         self.folder = folder
         self.crashes = 0
-        self.point = widgets.IntSlider(value=9, min=0, max=len(TURNS_SCRIPT), description="crash after")
+        self.summary = "not crashed yet: choose a point and press the button"
+        self.point = widgets.IntSlider(value=point, min=0, max=len(TURNS_SCRIPT), description="crash after")
         self.button = widgets.Button(description="Crash and recover", button_style="danger")
-        self.result = widgets.HTML(value="<i>not crashed yet: choose a point and press the button</i>")
+        self.result = widgets.HTML(value=f"<i>{self.summary}</i>")
         self.button.add_class(MAIN_CONTROL_CLASS)
         self.result.add_class(RESULT_CLASS)
         self.button.on_click(self.crash)
         self.view = widgets.VBox([widgets.HBox([self.point, self.button]), self.result])
 
-    def crash(self, _button=None) -> SessionStatus:
-        """Crash a writer after the slider's number of events; show and return what recovery decides."""
+    def crash(self, _button=None) -> RecoveryPlan:
+        """Crash a writer after the slider's number of events; show and return the recovery plan."""
+        count = self.point.value
         with tempfile.TemporaryDirectory(prefix="s09-crash-lab-") as scratch:
-            status = crash_and_recover(Path(self.folder or scratch) / "crash-lab.jsonl", self.point.value)
+            plan = crash_and_plan(Path(self.folder or scratch) / "crash-lab.jsonl", count)
         self.crashes += 1
-        self.result.value = status_html(self.crashes, self.point.value, status)
-        return status
+        self.summary = crash_text(self.crashes, count, plan)
+        self.result.value = crash_html(self.crashes, count, plan)
+        return plan

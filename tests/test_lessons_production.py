@@ -1,0 +1,346 @@
+"""Notebook 7's helpers and the saved notebook: the measurement and its sanity check, the recovery
+plans after a crash inside a turn, the crash lab pressed like a student would, and what was saved."""
+
+import json
+import math
+import random
+import re
+import statistics
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # a plain pytest module draws off screen
+
+import ipykernel.kernelspec  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import pytest  # noqa: E402
+from jupyter_client import KernelManager  # noqa: E402
+from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+
+from s09_jsonl_transcript.code import JSONLTranscript  # noqa: E402
+from s09_jsonl_transcript.lessons import production  # noqa: E402
+from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
+from s09_jsonl_transcript.turns import RERUN, RUNNING, TURNS_SCRIPT, session_status  # noqa: E402
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07_lesson_to_production.ipynb"
+HTML_TAG = re.compile(r"</?(div|table|thead|tbody|tr|td|th|span|b|i|p|br|em|strong|code|pre|ul|li|a)\b[^>]*>",
+                      re.IGNORECASE)
+
+
+def prefix(count):
+    """The first count events of TURNS_SCRIPT as a reader returns them (with sequences)."""
+    return [{**event, "sequence": number} for number, event in enumerate(TURNS_SCRIPT[:count], 1)]
+
+
+# --------------------------------------------------------------------------- the sanity check on the measurement
+
+
+def paired(library, bare):
+    return {"append": list(library), "bare": list(bare)}
+
+
+def test_the_issues_measurement_is_flagged_as_broken():
+    """Notebook 7 once plotted append at 249 us against 609 us for the bare write + fsync it wraps."""
+    rng = random.Random(7)
+    samples = paired([249e-6 * rng.uniform(0.9, 1.1) for _ in range(20)],
+                     [609e-6 * rng.uniform(0.9, 1.1) for _ in range(20)])
+    check = production.library_vs_bare(samples)
+    assert (check.rounds, check.faster_rounds, check.ok) == (20, 20, False)
+    assert "broken" in str(check) and "20 of 20" in str(check)
+
+
+def test_noise_and_a_slower_library_pass():
+    rng = random.Random(3)
+    same = [rng.lognormvariate(math.log(300e-6), 0.8) for _ in range(120)]
+    noisy = production.library_vs_bare(paired(same[:60], same[60:]))  # one distribution: pure noise
+    slower = production.library_vs_bare(paired([s * 1.2 for s in same[60:]], same[60:]))
+    assert noisy.ok and slower.ok and slower.faster_rounds == 0
+    assert "within noise" in str(noisy)
+
+
+def test_the_limit_is_the_count_noise_reaches_once_in_a_thousand_runs():
+    # P(X >= 18) for X ~ Binomial(20, 1/2) is 211 / 2**20 (0.0002); P(X >= 17) is 1351 / 2**20 (0.0013)
+    bare = [1.0] * 20
+    assert production.library_vs_bare(paired([0.5] * 17 + [2.0] * 3, bare)).ok
+    at_limit = production.library_vs_bare(paired([0.5] * 18 + [2.0] * 2, bare))
+    assert (at_limit.limit, at_limit.ok) == (18, False)
+
+
+def test_too_few_rounds_cannot_fail_and_say_so():
+    check = production.library_vs_bare(paired([0.1] * 5, [1.0] * 5))
+    assert check.ok and check.limit == 6 and "cannot tell" in str(check)
+    with pytest.raises(ValueError):
+        production.library_vs_bare(paired([], []))
+
+
+# --------------------------------------------------------------------------- the measurement and its plots
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("writes")
+    return folder, production.measure_write_costs(folder, rounds=3, batch_sizes=(4, 8), text_bytes=60)
+
+
+def test_every_measurement_has_one_sample_per_round_from_the_same_run(measured):
+    _, samples = measured
+    assert set(samples) == {"append", "bare", "write_only", "sqlite_FULL", "sqlite_NORMAL", "batch_4", "batch_8"}
+    assert all(len(values) == 3 and all(value > 0 for value in values) for values in samples.values())
+
+
+def test_the_bare_sides_write_the_very_bytes_the_library_wrote(measured):
+    folder, _ = measured
+    library = (folder / "append.jsonl").read_bytes().split(b"\n")  # the warm-up line, then one per round
+    # Round 1 runs append first, round 2 last (reversed order), round 3 first again: the bare sides
+    # write the line append wrote last, which in round 2 is round 1's line.
+    expected = [library[1], library[1], library[3], b""]
+    assert (folder / "bare.jsonl").read_bytes().split(b"\n") == expected
+    assert (folder / "unsynced.jsonl").read_bytes().split(b"\n") == expected
+    batches = JSONLTranscript(folder / "batches.jsonl").read_events()
+    assert len(batches) == 1 + 3 * (4 + 8)  # the warm-up event, then one batch of each size per round
+
+
+def test_the_plots_draw_the_samples_the_check_and_the_summaries_use(measured):
+    _, samples = measured
+    figure, (left, right) = plt.subplots(1, 2)
+    try:
+        production.draw_fsync_cost(left, samples)
+        production.draw_pairs(right, samples)
+        written = [text.get_text() for text in left.texts]
+        assert written == [f"{statistics.median(samples[name]) * 1e6:,.0f}" for name in ("write_only", "bare",
+                                                                                           "append")]
+        longer = sum(a > b for a, b in zip(samples["append"], samples["bare"]))
+        assert f"append took longer in {longer} of 3" in right.get_legend().get_texts()[0].get_text()
+        assert production.library_vs_bare(samples).rounds == 3
+    finally:
+        plt.close(figure)
+    summary = production.fsync_summary(samples)
+    assert f"{statistics.median(samples['append']) * 1e6:,.1f}" in summary
+    assert "the physical limit" not in summary
+
+
+def test_the_batch_of_one_is_the_append_measurement():
+    samples = {"append": [0.001, 0.002, 0.004], "batch_4": [0.0005, 0.0005, 0.001]}
+    rates = production.batch_rates(samples)
+    assert list(rates) == [1, 4] and rates[1] == [1000.0, 500.0, 250.0]
+    lines = production.batching_summary(samples).splitlines()
+    assert lines[1].split() == ["1", "500", "1.0", "(in", "proportion:", "1)"]
+    assert lines[2].split()[:3] == ["4", "2,000", "4.0"]
+
+
+def test_the_sqlite_and_read_summaries_are_computed_from_the_medians():
+    samples = {"append": [1e-3] * 3, "sqlite_FULL": [2e-3] * 3, "sqlite_NORMAL": [1e-4] * 3}
+    assert "append / SQLite FULL: 2.00; SQLite NORMAL / SQLite FULL: 20.0" in production.sqlite_summary(samples)
+    costs = {100: {"recover": [1.0, 1.0], "replay": [2.0, 2.0]}, 400: {"recover": [4.0, 4.0], "replay": [2.0, 2.0]}}
+    summary = production.reads_summary(costs)
+    assert "(4 times the events)" in summary and "4.00 times" in summary and "1.00 times" in summary
+
+
+def test_the_read_measurement_and_plot(tmp_path):
+    costs = production.measure_read_costs(tmp_path, (50, 200), rounds=2, window=20, text_bytes=40)
+    assert set(costs) == {50, 200} and all(len(costs[n]["recover"]) == 2 for n in costs)
+    figure, axes = plt.subplots()
+    try:
+        production.draw_reads(axes, costs)
+        assert axes.get_title() and axes.get_legend() is not None
+    finally:
+        plt.close(figure)
+
+
+def test_the_other_plots_have_titles_labels_and_legends(measured):
+    _, samples = measured
+    for draw in (production.draw_batching, production.draw_jsonl_vs_sqlite):
+        figure, axes = plt.subplots()
+        try:
+            draw(axes, samples)
+            assert axes.get_title() and axes.get_ylabel() and axes.has_data()
+        finally:
+            plt.close(figure)
+
+
+# --------------------------------------------------------------------------- recovery plans
+
+
+def test_a_plan_outside_a_turn_is_the_state_machines_decision():
+    for count in (0, 9, 14, 18, 21, 25):
+        status = session_status(prefix(count))
+        plan = production.recovery_plan(prefix(count))
+        assert plan.state != RUNNING and plan.action == status.decision and plan.status == status
+
+
+def test_an_unfinished_turn_is_resumed_never_re_run():
+    for count, row in enumerate(production.crash_points()):
+        assert row["events"] == count
+        if row["plan"].state == RUNNING:
+            assert RERUN not in row["plan"].action and row["plan"].action.count("resume turn") == 1
+
+
+def test_a_pending_tool_that_changed_the_world_needs_an_idempotency_key_or_the_user():
+    plan = production.recovery_plan(prefix(6))  # write_file called, no result on disk
+    assert "write_file (call_2) may have run" in plan.action
+    assert "idempotency key" in plan.action and "ask the user" in plan.action and "again" not in plan.action
+
+
+@pytest.mark.parametrize("count, tool", [(4, "read_file (call_1)"), (12, "run_tests (call_3)"),
+                                         (16, "run_tests (call_4)")])
+def test_a_pending_tool_that_is_safe_to_repeat_is_run_again(count, tool):
+    assert production.recovery_plan(prefix(count)).action.startswith(f"run {tool} again (safe to repeat)")
+
+
+@pytest.mark.parametrize("count", [7, 8])
+def test_a_tool_that_changed_the_world_and_answered_is_never_repeated(count):
+    action = production.recovery_plan(prefix(count)).action
+    assert action == "resume turn 1 after its last event; never repeat write_file (call_2): its result is on disk"
+
+
+def test_an_unknown_tool_is_taken_to_change_the_world():
+    events = [{"type": "turn_start", "turn_number": 1, "sequence": 1},
+              {"type": "function_call", "callId": "c", "name": "send_payment", "arguments": {}, "sequence": 2}]
+    assert "idempotency key" in production.recovery_plan(events).action
+
+
+def test_the_table_has_one_row_per_run_of_equal_plans_and_covers_every_point():
+    rows = production.crash_points()
+    html = production.crash_point_table(rows).data
+    cells = re.findall(r"<tr><td[^>]*>([^<]*)</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td><td[^>]*>([^<]*)</td>", html)
+    covered = []
+    for span, _ in cells:
+        first, _, last = span.partition(" to ")
+        covered.extend(range(int(first), int(last or first) + 1))
+    assert covered == list(range(len(TURNS_SCRIPT) + 1))
+    actions = [action for _, action in cells]
+    assert all(a != b for a, b in zip(actions, actions[1:])) and len(cells) < len(rows)
+
+
+# ---------------------------------------------------------------------- the crash lab, pressed as a student would
+
+ORDER = [7, 7, 6, 0, 25, 4, 12, 7]  # the same point twice, then back and forth
+
+
+def test_the_main_control_works_pressed_many_times_in_any_order(tmp_path):
+    lab = production.CrashLab(folder=tmp_path)
+    assert MAIN_CONTROL_CLASS in lab.button._dom_classes and RESULT_CLASS in lab.result._dom_classes
+    shown = [lab.result.value]
+    for number, point in enumerate(ORDER, start=1):
+        lab.point.value = point
+        lab.button.click()
+        expected = production.recovery_plan(prefix(point))
+        assert lab.crashes == number
+        assert lab.summary == production.crash_text(number, point, expected)
+        assert lab.result.value == production.crash_html(number, point, expected) != shown[-1]
+        assert JSONLTranscript(tmp_path / "crash-lab.jsonl").count_lines() == point  # a real writer, killed there
+        shown.append(lab.result.value)
+
+
+def test_the_crash_text_is_plain_and_the_html_escaped():
+    plan = production.recovery_plan(prefix(6))
+    assert not HTML_TAG.search(production.crash_text(1, 6, plan))
+    assert production.crash_html(1, 6, plan).count("<b>") == 3
+
+
+@pytest.mark.parametrize("count", [6, 7])
+def test_a_real_crash_gets_the_plan_of_its_folded_prefix(tmp_path, count):
+    plan = production.crash_and_plan(tmp_path / "killed.jsonl", count)
+    assert plan == production.crash_points()[count]["plan"]
+    assert production.crash_and_recover(tmp_path / "killed.jsonl", count) == plan.status
+
+
+# --------------------------------------------------------------------------- the saved notebook
+
+
+def saved():
+    return json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+
+
+def code_cells(notebook):
+    return [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+
+
+def text_outputs(cell):
+    """The outputs a reader sees as text: streams and text/plain."""
+    for output in cell["outputs"]:
+        if output["output_type"] == "stream":
+            yield "".join(output["text"])
+        elif "text/plain" in output.get("data", {}):
+            yield "".join(output["data"]["text/plain"])
+
+
+def test_no_output_prints_raw_html_as_text():
+    for number, cell in enumerate(code_cells(saved()), start=1):
+        for text in text_outputs(cell):
+            assert not HTML_TAG.search(text), f"code cell {number} prints HTML markup as text: {text[:120]!r}"
+
+
+def widget_states(notebook):
+    states = notebook["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    return {model_id: model["state"] for model_id, model in states.items()}
+
+
+def test_the_saved_widget_agrees_with_the_output_it_produced():
+    notebook = saved()
+    states = widget_states(notebook)
+    slider = next(s for s in states.values() if s.get("description") == "crash after")
+    result = next(s for s in states.values() if RESULT_CLASS in s.get("_dom_classes", []))
+    point = slider["value"]
+    plan = production.recovery_plan(prefix(point))
+    assert result["value"] == production.crash_html(1, point, plan)  # pressed once, at the slider's value
+    cells = code_cells(notebook)
+    widget_cell = next(cell for cell in cells if "lab.view" in "".join(cell["source"]))
+    assert f"lab.point.value = {point}" in "".join(widget_cell["source"])
+    assert f"IntSlider(value={point}," in "".join(text_outputs(widget_cell))
+    view_id = next(o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] for o in widget_cell["outputs"]
+                   if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
+    assert view_id in states
+    later = cells[cells.index(widget_cell) + 1:]
+    assert not any("lab.point" in "".join(cell["source"]) or "click" in "".join(cell["source"]) for cell in later)
+    summary = next(cell for cell in later if "lab.summary" in "".join(cell["source"]))
+    assert "".join(text_outputs(summary)).strip() == production.crash_text(1, point, plan)
+
+
+def test_the_saved_sanity_check_passed_and_no_cell_cleans_up():
+    cells = code_cells(saved())
+    check = next(cell for cell in cells if "library_vs_bare" in "".join(cell["source"]))
+    assert "NBVAL_IGNORE_OUTPUT" not in "".join(check["source"])  # compared by nbval on every run
+    assert "within noise, the measurement is sound" in "".join(text_outputs(check))
+    assert not any("cleanup(" in "".join(cell["source"]) for cell in cells)
+
+
+def run_cell(client, notebook, source):
+    cell = nbformat.v4.new_code_cell(source)
+    notebook.cells.append(cell)
+    client.execute_cell(cell, len(notebook.cells) - 1)
+    return "".join(output.get("text", "") for output in cell.outputs if output["output_type"] == "stream")
+
+
+class ThisEnvironment(KernelSpecManager):
+    """The kernel of the interpreter running the tests, as nbval's --nbval-current-env starts it."""
+
+    def get_kernel_spec(self, kernel_name):
+        return self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
+                                      **ipykernel.kernelspec.get_kernel_dict())
+
+
+def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    kernel = KernelManager(kernel_name="this-environment", kernel_spec_manager=ThisEnvironment())
+    client = NotebookClient(notebook, km=kernel, timeout=120, resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    with client.setup_kernel():
+        for index, cell in enumerate(list(notebook.cells)):
+            if cell.cell_type == "code":
+                client.execute_cell(cell, index)
+        folder = Path(run_cell(client, notebook, "print(folder)").strip())
+        assert folder.is_dir()
+        audit_cell = next(c for c in notebook.cells if c.cell_type == "code" and "audit(events)" in c.source)
+        first = [dict(output) for output in audit_cell.outputs]
+        client.execute_cell(audit_cell, notebook.cells.index(audit_cell))  # run it again after Run All
+        assert [dict(output) for output in audit_cell.outputs] == first
+        assert "5 turns ended" in run_cell(client, notebook, audit_cell.source)
+        assert run_cell(client, notebook, "lab.point.value = 6\nlab.button.click()\nprint(lab.summary)").startswith(
+            "crash 2: killed after 6 events")
+    if kernel.is_alive():
+        kernel.shutdown_kernel()  # a polite shutdown: the kernel exits as it does when a student stops it
+    assert not folder.exists(), "the notebook's folder outlived its kernel"
+
