@@ -182,7 +182,8 @@ class JSONLTranscript:
         """Durably append several events with one write and one fsync (group commit).
 
         All or nothing: one bad event means none is written, and a crash in the
-        middle leaves a batch that readers ignore like a partial tail.
+        middle leaves a batch that readers ignore like a partial tail. Its records
+        share one recorded_at: the moment of their one commit.
         """
         events = list(events)
         return self._append_all(events) if events else []
@@ -191,9 +192,10 @@ class JSONLTranscript:
         payloads = [_validated_payload(event) for event in events]  # refuse before a byte is written
         with self.lock:
             writer = self._open_writer()
-            first = writer.next_sequence
+            first, recorded_at = writer.next_sequence, self._now()  # one commit, one time for all its records
             batch_end = first + len(payloads) - 1 if len(payloads) > 1 else None
-            records = [{**self._envelope(first + i, batch_end), **payload} for i, payload in enumerate(payloads)]
+            records = [{**self._envelope(first + i, recorded_at, batch_end), **payload}
+                       for i, payload in enumerate(payloads)]
             lines = _encode_lines(records, writer.last_line, self.integrity, self.max_record_bytes)
             try:
                 writer.write_durably(b"".join(line + b"\n" for line in lines))
@@ -203,16 +205,19 @@ class JSONLTranscript:
             writer.acknowledged(len(records), lines[-1])
         return records
 
-    def _envelope(self, sequence: int, batch_end: int | None = None) -> dict:
+    def _now(self) -> str:
         now = self.clock()
         if now.tzinfo is None:
             raise TranscriptValidationError("the clock must return an aware datetime")
+        return now.astimezone(timezone.utc).isoformat()
+
+    def _envelope(self, sequence: int, recorded_at: str, batch_end: int | None = None) -> dict:
         envelope = {
             "schema_version": SCHEMA_VERSION,
             "sequence": sequence,
             "event_id": event_id_for(self.session_id, sequence),
             "session_id": self.session_id,
-            "recorded_at": now.astimezone(timezone.utc).isoformat(),
+            "recorded_at": recorded_at,
         }
         if batch_end is not None:  # each record of a batch says where it ends: a reader can tell a torn batch
             envelope[BATCH_END_FIELD] = batch_end

@@ -419,3 +419,12 @@ def test_code_py_works_when_loaded_from_its_path(standalone, tmp_path):
     gap.write_text(json.dumps({"sequence": 2, "type": "message"}) + "\n")
     with pytest.raises(standalone.TranscriptCorruptionError, match="expected sequence 1"):
         standalone.JSONLTranscript(gap).replay_state()
+
+
+def test_the_records_of_one_batch_share_the_time_of_their_one_commit(tmp_path):
+    with JSONLTranscript(tmp_path / "s.jsonl", clock=ticking_clock()) as transcript:
+        first = transcript.append(message("alone"))
+        batch = transcript.append_batch(message(str(n)) for n in range(3))
+        after = transcript.append(message("after"))
+    stamps = [first["recorded_at"]] + [record["recorded_at"] for record in batch] + [after["recorded_at"]]
+    assert stamps == ["2026-01-05T09:00:00+00:00"] + ["2026-01-05T09:00:01+00:00"] * 3 + ["2026-01-05T09:00:02+00:00"]
