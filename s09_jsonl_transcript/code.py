@@ -301,7 +301,7 @@ class JSONLTranscript:
         _check_max_items(max_items)
         scanned = _read_recent(self, max_items)
         fold = _StateFold(max_items)
-        for event in scanned.events[len(scanned.events) - max_items:] if max_items else []:
+        for event in scanned.events[-max_items:] if max_items else []:
             fold.add(event)
         return fold.state(scanned)
 

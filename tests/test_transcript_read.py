@@ -393,3 +393,12 @@ def test_recover_streams_and_keeps_only_its_window(tmp_path):
     windowed = peak_of(lambda t: t.recover(max_items=100))
     assert windowed < everything / 10, (windowed, everything)
     assert JSONLTranscript(transcript.path).recover(max_items=100)["total_events"] == 20_000
+
+
+@pytest.mark.parametrize("window", [5, 6, 8, 9, 10, 1000])
+def test_a_window_at_least_as_long_as_the_file_replays_every_event(tmp_path, window):
+    """Found by the notebook 4 review: a window between the file's length and twice it lost events."""
+    with JSONLTranscript(tmp_path / "s.jsonl", clock=ticking_clock()) as transcript:
+        for n in range(5):
+            transcript.append({"type": "message", "role": "user", "content": str(n)})
+    assert [m["content"] for m in JSONLTranscript(transcript.path).replay(window)] == ["0", "1", "2", "3", "4"]
