@@ -89,6 +89,7 @@ def test_clicking_submit_shows_the_candidate(session):
     form.submit_button.click()
     assert form.result.value != before
     assert form.result.value.startswith(f"Submission 1 ({event_id_for(session.session_id, 7)}): ")
+    assert isinstance(form.answer, TranscriptMemoryCandidate) and form.answer.sequence == 7
     assert "<b>candidate</b>" in form.result.value and "calc.py before the fix" in form.result.value
     assert event_id_for(session.session_id, 7) in form.result.value
 

@@ -210,6 +210,13 @@ def test_clicking_replay_shows_the_window_and_leaves_the_file_alone(session):
     assert session.path.read_bytes() == before_file
 
 
+def test_one_message_is_one_message(session):
+    explorer = ReplayExplorer(session)
+    explorer.replay(2)
+    expected = "Replay 1: <b>replay(max_items=2)</b> sends 1 message; dropped: sequence 11."
+    assert explorer.result.value.startswith(expected)
+
+
 def test_every_press_counts_and_a_window_without_orphans_says_so(session):
     explorer = ReplayExplorer(session, max_items=6)
     explorer.replay_button.click()

@@ -39,7 +39,8 @@ def test_notebook_4_saves_the_replay_it_shows_for_the_slider_it_shows(tmp_path):
     entries = window_entries(bug_fix_session(tmp_path, "session-4"), slider)
     sent = sum(entry.fate == SENT for entry in entries)
     dropped = ", ".join(str(entry.sequence) for entry in entries if entry.fate == ORPHAN)
-    assert shown == (f"Replay 1: <b>replay(max_items={slider})</b> sends {sent} messages; dropped: sequence {dropped}. "
+    messages = "1 message" if sent == 1 else f"{sent} messages"
+    assert shown == (f"Replay 1: <b>replay(max_items={slider})</b> sends {messages}; dropped: sequence {dropped}. "
                      f"File unchanged: True." + window_table(entries).data)
 
 

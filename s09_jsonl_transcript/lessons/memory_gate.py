@@ -85,6 +85,7 @@ class MemoryGateForm:
     def __init__(self, transcript: JSONLTranscript):
         self.transcript = transcript
         self.submissions = 0
+        self.answer = None  # the gate's last answer: a candidate or the error that refused the selection
         choices = [(f"{event['sequence']}: {event['type']}", event["event_id"]) for event in transcript.read_events()]
         self.event_id = widgets.Dropdown(options=choices, description="Event")
         self.summary = widgets.Text(description="Summary", placeholder="what is worth remembering")
@@ -98,10 +99,10 @@ class MemoryGateForm:
 
     def submit(self, event_id, summary, reason):
         """Ask the gate, show its answer, and return it (a candidate or the error, as ask_gate does)."""
-        answer = ask_gate(self.transcript, event_id, summary, reason)
+        self.answer = ask_gate(self.transcript, event_id, summary, reason)
         self.submissions += 1
-        self.result.value = f"Submission {self.submissions} ({html.escape(str(event_id))}): " + answer_html(answer)
-        return answer
+        self.result.value = f"Submission {self.submissions} ({html.escape(str(event_id))}): " + answer_html(self.answer)
+        return self.answer
 
     def widget(self) -> widgets.VBox:
         """The form and its result, ready to display."""

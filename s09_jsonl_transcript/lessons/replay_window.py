@@ -545,8 +545,9 @@ class ReplayExplorer:
         self.presses += 1
         sent = sum(entry.fate == SENT for entry in entries)
         dropped = [entry.sequence for entry in entries if entry.fate == ORPHAN]
+        messages = "1 message" if sent == 1 else f"{sent} messages"
         self.result.value = (
-            f"Replay {self.presses}: <b>replay(max_items={max_items})</b> sends {sent} messages"
+            f"Replay {self.presses}: <b>replay(max_items={max_items})</b> sends {messages}"
             + (f"; dropped: sequence {', '.join(map(str, dropped))}" if dropped else "; nothing dropped")
             + f". File unchanged: {unchanged}." + window_table(entries).data)
         return entries
