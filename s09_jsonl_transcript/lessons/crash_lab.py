@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import tempfile
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -65,8 +66,12 @@ def plot_kill_trials(results: list[KillTrial]):
     return fig
 
 
+@lru_cache(maxsize=2)
 def sample_bytes(*, integrity: bool) -> bytes:
-    """The undamaged one-session sample the damage maps and the flip explorer damage (write_sample, sessions=1)."""
+    """The undamaged one-session sample the damage maps and the flip explorer damage (write_sample, sessions=1).
+
+    Written once per chain setting: the sample is the same bytes every time (ticking clock, fixed name).
+    """
     with tempfile.TemporaryDirectory() as folder:
         return write_sample(Path(folder) / "sample.jsonl", sessions=1, integrity=integrity).read_bytes()
 

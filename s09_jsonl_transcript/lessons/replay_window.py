@@ -342,7 +342,7 @@ def build_log(lines: int = 8000) -> str:
 
 
 def store_artifact(folder, data: str) -> Path:
-    """Write data durably (one write, fsync) to folder/<sha256>.txt and return its path.
+    """Write data durably to folder/<sha256>.txt (one write, fsync, then the folder's fsync) and return its path.
 
     The name is the content's hash, so a pointer to it can be checked, and the artifact is on disk
     before any event points at it.
@@ -357,6 +357,7 @@ def store_artifact(folder, data: str) -> Path:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+    OsFileIO().fsync_dir(path.parent)  # the new name is durable only once its folder is
     return path
 
 
