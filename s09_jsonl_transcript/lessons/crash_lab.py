@@ -101,7 +101,7 @@ def visible_runs(kinds: list[str], narrowest: float) -> list[tuple[float, float,
     return rectangles
 
 
-def plot_verdict_maps(reports: list[DamageReport], mask: int = 0x01, min_visible: float = 0.004):
+def plot_verdict_maps(reports: list[DamageReport], mask: int = 0x01, min_visible: float = 0.006):
     """One strip per damage map: the verdict at every offset, chain off and on.
 
     A run of offsets narrower than min_visible of the longest strip is drawn that wide, on top of
