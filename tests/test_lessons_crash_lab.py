@@ -4,8 +4,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import pytest  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
+
 from s09_jsonl_transcript.crashlab import damage_campaign, kill_campaign  # noqa: E402
 from s09_jsonl_transcript.crashlab.powerloss import one_append_states  # noqa: E402
+from s09_jsonl_transcript.damage import CLEAN, PARTIAL_TAIL  # noqa: E402
 from s09_jsonl_transcript.lessons.crash_lab import (  # noqa: E402
     FlipPanel,
     KillPanel,
@@ -14,8 +18,11 @@ from s09_jsonl_transcript.lessons.crash_lab import (  # noqa: E402
     plot_one_append,
     plot_verdict_maps,
     progress_bar,
+    sample_bytes,
+    visible_runs,
 )
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
+from s09_jsonl_transcript.lessons.style import VERDICT_COLORS  # noqa: E402
 
 
 def test_the_kill_button_kills_writers_and_shows_the_verdict(tmp_path):
@@ -49,17 +56,71 @@ def test_moving_the_flip_slider_damages_a_new_file_and_shows_its_verdict():
     assert panel.offset.max == panel.sizes[True] - 1 > panel.sizes[False] - 1
 
 
+def test_the_last_byte_of_the_flip_slider_is_the_final_newline():
+    panel = FlipPanel()
+    for chained in (True, False):
+        panel.chain.value = chained
+        panel.offset.value = panel.offset.max
+        assert sample_bytes(integrity=chained)[panel.offset.value] == ord("\n")
+        assert panel.result.value == "partial tail ignored (11 events)"
+
+
+def test_visible_runs_widen_single_bytes_and_draw_them_last():
+    kinds = ["a"] * 50 + ["b"] + ["a"] * 48 + ["c"]
+    drawn = visible_runs(kinds, narrowest=4)
+    assert [kind for _, _, kind in drawn] == ["a", "a", "b", "c"]
+    assert drawn[2] == (48.5, 4, "b")  # centred on byte 50
+    assert drawn[3] == (96, 4, "c")  # the last byte: widened to the left, kept inside the strip
+    assert visible_runs(["a"] * 3, narrowest=10) == [(0, 3, "a")]
+
+
+def _rectangles(axis, color):
+    """(x0, x1) of every bar of this colour drawn on the axis."""
+    spans = []
+    for collection in axis.collections:
+        faces = collection.get_facecolors()
+        if len(faces) and to_hex(faces[0]) == to_hex(color):
+            spans += [(path.vertices[:, 0].min(), path.vertices[:, 0].max()) for path in collection.get_paths()]
+    return spans
+
+
+@pytest.fixture(scope="module")
+def damage_reports():
+    return [damage_campaign(integrity=chained, sessions=1) for chained in (False, True)]
+
+
+def test_the_verdict_map_shows_every_record_boundary_and_the_final_newline(damage_reports):
+    figure = plot_verdict_maps(damage_reports)
+    try:
+        axes = figure.axes
+        assert len(axes) == 4
+        longest = max(report.size for report in damage_reports) + 1
+        for report, (truncate_axis, flip_axis) in zip(damage_reports, zip(axes[::2], axes[1::2])):
+            newlines = [offset for offset, byte in enumerate(sample_bytes(integrity=report.integrity))
+                        if byte == ord("\n")]
+            assert len(newlines) == report.records == 12
+            clean = _rectangles(truncate_axis, VERDICT_COLORS[CLEAN])
+            for newline in newlines:  # cutting just before or just after the newline keeps whole records
+                assert any(x0 <= newline and newline + 1 <= x1 and x1 - x0 >= 0.003 * longest for x0, x1 in clean)
+            tail = _rectangles(flip_axis, VERDICT_COLORS[PARTIAL_TAIL])
+            assert len(tail) == 1 and tail[0][1] == report.size and tail[0][1] - tail[0][0] >= 0.003 * longest
+            ticks = truncate_axis.collections[-1].get_segments()
+            assert sorted(segment[0][0] for segment in ticks) == newlines
+    finally:
+        matplotlib.pyplot.close(figure)
+
+
 def test_the_progress_bar_follows_the_callback():
     bar, move = progress_bar("x")
     move(2, 5)
     assert (bar.value, bar.max) == (2, 5)
 
 
-def test_plots_have_titles_labels_and_legends():
+def test_plots_have_titles_labels_and_legends(damage_reports):
     results = kill_campaign(3, seed=2, max_delay=0.0)
     figures = [
         plot_kill_trials(results),
-        plot_verdict_maps([damage_campaign(integrity=chained, sessions=1) for chained in (False, True)]),
+        plot_verdict_maps(damage_reports),
         plot_one_append(*one_append_states()[1:]),
     ]
     for figure in figures:

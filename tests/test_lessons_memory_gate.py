@@ -21,6 +21,7 @@ from s09_jsonl_transcript.lessons.memory_gate import (
     carries_text,
     describe_answer,
     event_type_rows,
+    files_under,
     selection_rows,
 )
 
@@ -87,8 +88,51 @@ def test_clicking_submit_shows_the_candidate(session):
     form.reason.value = "undo"
     form.submit_button.click()
     assert form.result.value != before
+    assert form.result.value.startswith(f"Submission 1 ({event_id_for(session.session_id, 7)}): ")
+    assert isinstance(form.answer, TranscriptMemoryCandidate) and form.answer.sequence == 7
     assert "<b>candidate</b>" in form.result.value and "calc.py before the fix" in form.result.value
     assert event_id_for(session.session_id, 7) in form.result.value
+
+
+def test_every_submission_is_numbered_so_the_same_answer_still_shows_a_change(session):
+    form = MemoryGateForm(session)
+    form.event_id.value = event_id_for(session.session_id, 1)
+    form.summary.value, form.reason.value = "s", "r"
+    form.submit_button.click()
+    first = form.result.value
+    form.submit_button.click()
+    assert form.result.value != first and form.result.value.startswith("Submission 2 ")
+    assert form.result.value.split(":", 1)[1] == first.split(":", 1)[1]
+
+
+def test_the_gate_takes_its_arguments_in_the_lessons_order(session):
+    """ask_gate passes event_id, summary, reason positionally, as the lesson writes the call."""
+    class Positional:
+        def select_memory_candidate(self, event_id, summary, reason, /):
+            return session.select_memory_candidate(event_id, summary, reason)
+
+    answer = ask_gate(Positional(), event_id_for(session.session_id, 1), "a summary", "a reason")
+    assert (answer.summary, answer.selection_reason) == ("a summary", "a reason")
+
+
+def test_files_under_sees_a_new_file_and_a_changed_byte(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.jsonl").write_bytes(b"1\n")
+    before = files_under(tmp_path)
+    assert list(before) == ["a/x.jsonl"]
+    assert files_under(tmp_path) == before
+    (tmp_path / "a" / "x.jsonl").write_bytes(b"2\n")
+    assert files_under(tmp_path) != before
+    (tmp_path / "a" / "x.jsonl").write_bytes(b"1\n")
+    (tmp_path / "memory.json").write_text("{}")
+    assert files_under(tmp_path) != before
+
+
+def test_asking_the_gate_writes_nothing(session):
+    before = files_under(session.path.parent)
+    answers = [ask_gate(session, event["event_id"], "s", "r") for event in session.read_events()]
+    assert sum(isinstance(answer, TranscriptMemoryCandidate) for answer in answers) == 4
+    assert files_under(session.path.parent) == before
 
 
 def test_clicking_submit_shows_a_refusal(session):

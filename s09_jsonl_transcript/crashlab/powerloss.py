@@ -34,7 +34,7 @@ from .workload import tally, workload_event
 
 # What a checked crash state turned out to be (anything else is a finding).
 PREFIX_CLEAN = "exact prefix"
-PREFIX_TORN = "exact prefix, torn tail ignored"
+PREFIX_TORN = "exact prefix, partial tail ignored"
 ABSENT = "file absent"
 FAILS_CLOSED = "fails closed (corruption after the acknowledged records)"
 GOOD_OUTCOMES = (PREFIX_CLEAN, PREFIX_TORN, ABSENT, FAILS_CLOSED)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import tempfile
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -65,25 +66,72 @@ def plot_kill_trials(results: list[KillTrial]):
     return fig
 
 
-def plot_verdict_maps(reports: list[DamageReport], mask: int = 0x01):
-    """One strip per damage map: the verdict at every offset, chain off and on."""
-    fig, axes = plt.subplots(2 * len(reports), 1, figsize=(11, 0.9 * 2 * len(reports) + 1.2), sharex=True)
-    colormap = ListedColormap([VERDICT_COLORS[kind] for kind in VERDICT_KINDS])
-    index_of = {kind: index for index, kind in enumerate(VERDICT_KINDS)}
+@lru_cache(maxsize=2)
+def sample_bytes(*, integrity: bool) -> bytes:
+    """The undamaged one-session sample the damage maps and the flip explorer damage (write_sample, sessions=1).
+
+    Written once per chain setting: the sample is the same bytes every time (ticking clock, fixed name).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        return write_sample(Path(folder) / "sample.jsonl", sessions=1, integrity=integrity).read_bytes()
+
+
+def verdict_runs(kinds: list[str]) -> list[tuple[int, int, str]]:
+    """Consecutive offsets with the same verdict, as (first offset, length, verdict)."""
+    runs = []
+    for offset, kind in enumerate(kinds):
+        if runs and runs[-1][2] == kind:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1, kind)
+        else:
+            runs.append((offset, 1, kind))
+    return runs
+
+
+def visible_runs(kinds: list[str], narrowest: float) -> list[tuple[float, float, str]]:
+    """The runs of kinds as (start, width, verdict) rectangles to draw, widest first.
+
+    A run narrower than narrowest is widened to it, centred on the run and kept inside the strip;
+    drawn last, it stays on top of its wider neighbours.
+    """
+    rectangles = []
+    for first, length, kind in sorted(verdict_runs(kinds), key=lambda run: -run[1]):
+        width = min(max(length, narrowest), len(kinds))
+        start = min(max(first + length / 2 - width / 2, 0), len(kinds) - width)
+        rectangles.append((start, width, kind))
+    return rectangles
+
+
+def plot_verdict_maps(reports: list[DamageReport], mask: int = 0x01, min_visible: float = 0.006):
+    """One strip per damage map: the verdict at every offset, chain off and on.
+
+    A run of offsets narrower than min_visible of the longest strip is drawn that wide, on top of
+    its neighbours, so a single byte (a record boundary, the final newline) stays visible. Ticks
+    under each strip mark the sample's newline bytes: one per record.
+    """
     strips = []
     for report in reports:
         chain = "chain on" if report.integrity else "chain off"
-        strips.append((f"truncate\n({chain})", report.truncations))
-        strips.append((f"flip bit {mask:#04x}\n({chain})", report.flips[mask]))
-    for ax, (label, kinds) in zip(axes, strips):
-        ax.imshow([[index_of[kind] for kind in kinds]], aspect="auto", cmap=colormap, vmin=-0.5,
-                  vmax=len(VERDICT_KINDS) - 0.5, interpolation="nearest")
-        ax.set_yticks([0], [label], fontsize="small")
+        data = sample_bytes(integrity=report.integrity)
+        if len(data) != report.size:
+            raise ValueError("the sample written here is not the one the report damaged")
+        newlines = [offset for offset, byte in enumerate(data) if byte == ord("\n")]
+        strips.append((f"truncate\n({chain})", report.truncations, newlines))
+        strips.append((f"flip bit {mask:#04x}\n({chain})", report.flips[mask], newlines))
+    fig, axes = plt.subplots(len(strips), 1, figsize=(11, 0.95 * len(strips) + 1.3), sharex=True)
+    longest = max(len(kinds) for _, kinds, _ in strips)
+    narrowest = min_visible * longest
+    for ax, (label, kinds, newlines) in zip(axes, strips):
+        for start, width, kind in visible_runs(kinds, narrowest):
+            ax.broken_barh([(start, width)], (0, 1), facecolor=VERDICT_COLORS[kind], linewidth=0)
+        ax.vlines(newlines, -0.3, 0, color=OKABE_ITO["black"], linewidth=1)
+        ax.set_ylim(-0.3, 1)
+        ax.set_yticks([0.5], [label], fontsize="small")
+    axes[0].set_xlim(0, longest)
     axes[0].set_title("What the reader says after each possible damage, byte by byte")
-    axes[-1].set_xlabel("byte offset (truncate: bytes kept; flip: byte changed)")
+    axes[-1].set_xlabel("byte offset (ticks: the newline that ends each record)")
     fig.legend(handles=[Patch(color=VERDICT_COLORS[kind], label=kind) for kind in VERDICT_KINDS],
                loc="lower center", ncol=4, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
@@ -165,8 +213,7 @@ class KillPanel:
 
 def sample_size(*, integrity: bool) -> int:
     """Bytes in the one-session sample the flip explorer damages."""
-    with tempfile.TemporaryDirectory() as folder:
-        return write_sample(Path(folder) / "sample.jsonl", sessions=1, integrity=integrity).stat().st_size
+    return len(sample_bytes(integrity=integrity))
 
 
 class FlipPanel:

@@ -7,12 +7,14 @@ The gate is JSONLTranscript.select_memory_candidate; this module only calls it a
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html
+from pathlib import Path
 
 import ipywidgets as widgets
 
 from ..code import JSONLTranscript, MemorySelectionError, TranscriptCorruptionError, TranscriptMemoryCandidate
-from .display import html_table
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import OKABE_ITO
 
 
@@ -23,7 +25,7 @@ def ask_gate(transcript: JSONLTranscript, event_id, summary, reason):
     the transcript is damaged: the gate validates the evidence before it points at any of it.
     """
     try:
-        return transcript.select_memory_candidate(event_id, summary=summary, reason=reason)
+        return transcript.select_memory_candidate(event_id, summary, reason)
     except (MemorySelectionError, TranscriptCorruptionError) as refusal:
         return refusal
 
@@ -57,6 +59,13 @@ def carries_text(candidate: TranscriptMemoryCandidate, text: str) -> bool:
     return any(text in str(value) for value in dataclasses.asdict(candidate).values())
 
 
+def files_under(folder) -> dict[str, str]:
+    """Every file under folder, by relative path, with the sha256 of its bytes: equal dicts mean nothing was written."""
+    folder = Path(folder)
+    return {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
 def answer_html(answer) -> str:
     """The form's result: the candidate's fields as a table, or the refusal in words."""
     if not isinstance(answer, TranscriptMemoryCandidate):
@@ -75,22 +84,25 @@ class MemoryGateForm:
 
     def __init__(self, transcript: JSONLTranscript):
         self.transcript = transcript
+        self.submissions = 0
+        self.answer = None  # the gate's last answer: a candidate or the error that refused the selection
         choices = [(f"{event['sequence']}: {event['type']}", event["event_id"]) for event in transcript.read_events()]
         self.event_id = widgets.Dropdown(options=choices, description="Event")
         self.summary = widgets.Text(description="Summary", placeholder="what is worth remembering")
         self.reason = widgets.Text(description="Reason", placeholder="why it should outlive this session")
         self.submit_button = widgets.Button(description="Submit to the gate", button_style="primary")
-        self.submit_button.add_class("s09-main-control")
+        self.submit_button.add_class(MAIN_CONTROL_CLASS)
         self.result = widgets.HTML("Choose an event, write a summary and a reason, then submit.")
-        self.result.add_class("s09-result")
+        self.result.add_class(RESULT_CLASS)
         self.submit_button.on_click(
             lambda _button: self.submit(self.event_id.value, self.summary.value, self.reason.value))
 
     def submit(self, event_id, summary, reason):
         """Ask the gate, show its answer, and return it (a candidate or the error, as ask_gate does)."""
-        answer = ask_gate(self.transcript, event_id, summary, reason)
-        self.result.value = answer_html(answer)
-        return answer
+        self.answer = ask_gate(self.transcript, event_id, summary, reason)
+        self.submissions += 1
+        self.result.value = f"Submission {self.submissions} ({html.escape(str(event_id))}): " + answer_html(self.answer)
+        return self.answer
 
     def widget(self) -> widgets.VBox:
         """The form and its result, ready to display."""

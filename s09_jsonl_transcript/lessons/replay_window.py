@@ -1,18 +1,23 @@
 """Notebook 4 (replay window and recovery): what falls inside replay(max_items), a crash in the middle of
-a tool call, what recover() rebuilds, and the cost of a full read against a tail read.
+a tool call, what recover() rebuilds, why the default window is 1000 events, what a large tool output
+does to what replay sends, and the cost of a full read against a tail read.
 
-Every answer here comes from the library's own replay, replay_state and recover; this module only
-lines their results up next to the events so they can be read as tables and plots.
+Every answer here comes from the library's own replay, replay_state, read_recent and recover; this
+module only writes sample sessions and lines the library's results up so they read as tables and plots.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import os
+import random
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -20,16 +25,26 @@ from matplotlib.patches import Patch
 
 from ..code import (
     BUG_FIX_SCRIPT,
+    SESSION_MAX_ITEMS,
+    TYPE_FILE_SNAPSHOT,
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    TYPE_MESSAGE,
+    TYPE_REASONING,
     JSONLTranscript,
+    OsFileIO,
     crash_agent_in_child,
     event_to_message,
     simulate_agent_crash,
     ticking_clock,
 )
-from .display import html_table
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import EVENT_COLORS, OKABE_ITO
 
-FIRST_TOOL_CALL = 4  # BUG_FIX_SCRIPT's fourth event is the first function_call; the fifth is its result
+# The crash of section 3 comes while the result of BUG_FIX_SCRIPT's write_file call is being written:
+# the agent has acknowledged every event up to and including that call.
+WRITE_FILE_CALL = 1 + next(number for number, event in enumerate(BUG_FIX_SCRIPT)
+                           if event.get("name") == "write_file")
 
 SENT = "sent as a message"
 METADATA = "metadata: not sent"
@@ -109,25 +124,29 @@ def recovery_rows(transcript: JSONLTranscript, max_items: int) -> list[tuple]:
         ("reasoning events", tail.reasoning_count, full["reasoning_count"]),
         ("total events", tail.total_events, full["total_events"]),
         ("next sequence", tail.next_sequence, full["next_sequence"]),
-        ("torn tail ignored", tail.ignored_partial_tail, full["ignored_partial_tail"]),
+        ("partial tail ignored", tail.ignored_partial_tail, full["ignored_partial_tail"]),
         ("tool calls pending", _call_ids(tail.pending_calls), _call_ids(full["pending_calls"])),
     ]
 
 
 def crash_mid_tool_call(path, *, real_kill: bool | None = None) -> str:
-    """Leave at path what an agent killed during its first tool call leaves: four events and a torn fifth.
+    """Leave at path what an agent killed during its write_file call leaves: its call acknowledged, its
+    result half written (a partial tail).
 
     With real_kill (the default where SIGKILL exists) the agent runs in a child process that is
     SIGKILLed while writing the tool's result. Elsewhere the same bytes are written from this
-    process: a simulated crash. Returns a sentence saying which happened.
+    process: a simulated crash. Both use the ticking clock, so the bytes are the same on every run.
+    Returns a sentence saying which happened.
     """
     if real_kill is None:
         real_kill = hasattr(signal, "SIGKILL")
     if real_kill:
-        acknowledged = crash_agent_in_child(path, kill_after=FIRST_TOOL_CALL, tear=True)
-        return f"SIGKILL: the child acknowledged sequences {acknowledged}, then died writing the next record"
-    acknowledged = simulate_agent_crash(path, kill_after=FIRST_TOOL_CALL, tear=True, ticking=True)
-    return f"simulated: sequences {acknowledged} written, then half of the next record"
+        acknowledged = crash_agent_in_child(path, kill_after=WRITE_FILE_CALL, tear=True, ticking=True)
+        return (f"SIGKILL: the child acknowledged sequences {acknowledged[0]} to {acknowledged[-1]}, "
+                "then died writing the next record")
+    acknowledged = simulate_agent_crash(path, kill_after=WRITE_FILE_CALL, tear=True, ticking=True)
+    return (f"simulated: sequences {acknowledged[0]} to {acknowledged[-1]} written and acknowledged, "
+            "then half of the next record")
 
 
 @dataclass(frozen=True)
@@ -136,6 +155,7 @@ class ReadCost:
 
     events: int
     size_bytes: int
+    window_bytes: int  # bytes of the last `window` records: what the tail read must read (plus about one block)
     full_read_seconds: float
     tail_read_seconds: float
 
@@ -149,7 +169,7 @@ def _best_time(action, repeats: int) -> float:
     return best
 
 
-def measure_read_costs(path, lengths, *, window: int = 20, repeats: int = 3) -> list[ReadCost]:
+def measure_read_costs(path, lengths, *, window: int = SESSION_MAX_ITEMS, repeats: int = 3) -> list[ReadCost]:
     """Grow one transcript at path through the given lengths and time a full read and a tail read at each.
 
     The full read is read_events() (every line validated); the tail read is replay_state(window).
@@ -167,16 +187,271 @@ def measure_read_costs(path, lengths, *, window: int = 20, repeats: int = 3) -> 
             writer.append_batch(next(script) for _ in range(length - written))
             written = length
             reader = JSONLTranscript(path)
+            size = Path(path).stat().st_size
             costs.append(ReadCost(
                 events=length,
-                size_bytes=Path(path).stat().st_size,
+                size_bytes=size,
+                window_bytes=size - reader.read_recent(min(window, length)).offsets[0] if window else 0,
                 full_read_seconds=_best_time(reader.read_events, repeats),
                 tail_read_seconds=_best_time(lambda: reader.replay_state(window), repeats),
             ))
     return costs
 
 
-def plot_read_costs(costs: list[ReadCost], window: int = 20):
+# --------------------------------------------------------------------------- why the window is 1000 events
+
+TOOL_NAMES = ("read_file", "run_tests", "grep", "list_files")
+
+
+class UnsyncedFileIO(OsFileIO):
+    """File I/O that skips fsync, for writing large sample transcripts quickly.
+
+    Durability is not what those samples show; the records are the same bytes a synced append
+    writes. Every append the lesson itself makes is synced.
+    """
+
+    def fsync(self, fd):
+        pass
+
+    def fsync_dir(self, path):
+        pass
+
+
+def typical_round(number: int, rng: random.Random) -> list[dict]:
+    """One round of a typical agent interaction, 5 to 10 events.
+
+    A user message, a reasoning note, one to three tool calls each with its result, sometimes a
+    file snapshot, and the assistant's answer.
+    """
+    module = f"module_{number}.py"
+    events = [{"type": TYPE_MESSAGE, "role": "user", "content": f"Round {number}: please check {module}."},
+              {"type": TYPE_REASONING, "content": f"Read {module} and run its tests."}]
+    for call in range(1, rng.randint(1, 3) + 1):
+        call_id, name = f"call_{number}_{call}", rng.choice(TOOL_NAMES)
+        events.append({"type": TYPE_FUNCTION_CALL, "callId": call_id, "name": name, "arguments": {"path": module}})
+        events.append({"type": TYPE_FUNCTION_CALL_RESULT, "callId": call_id,
+                       "output": f"{name} {module}: " + "ok " * rng.randint(5, 40)})
+    if rng.random() < 0.5:
+        events.append({"type": TYPE_FILE_SNAPSHOT, "files": {module: f"# module {number}\n"}})
+    events.append({"type": TYPE_MESSAGE, "role": "assistant", "content": f"Round {number} done: {module} is fine."})
+    return events
+
+
+def typical_rounds(count: int, *, seed: int = 0, first: int = 1) -> list[list[dict]]:
+    """count rounds numbered from first, the same for the same seed."""
+    rng = random.Random(seed)
+    return [typical_round(number, rng) for number in range(first, first + count)]
+
+
+def write_session(path, rounds: Iterable[list[dict]]) -> JSONLTranscript:
+    """Write the rounds' events to a new transcript at path, one append per event; return a reader.
+
+    The appends skip fsync (UnsyncedFileIO) so that thousands of events take a moment.
+    """
+    with JSONLTranscript.create(path, clock=ticking_clock(), file_io=UnsyncedFileIO()) as writer:
+        for events in rounds:
+            for event in events:
+                writer.append(event)
+    return JSONLTranscript(path)
+
+
+def _is_user_message(event: dict) -> bool:
+    return event.get("type") == TYPE_MESSAGE and event.get("role") == "user"
+
+
+@dataclass(frozen=True)
+class WindowReport:
+    """What replay(max_items) takes from one transcript, in numbers."""
+
+    events: int  # in the whole transcript
+    size_bytes: int  # the whole file
+    max_items: int
+    window_events: int  # events inside the window
+    first_sequence: int | None  # the window's first event
+    rounds: int  # user messages inside the window: rounds that start there
+    messages: int  # chat messages replay sends
+    window_bytes: int  # bytes of the window's records
+
+
+def window_report(transcript: JSONLTranscript, max_items: int = SESSION_MAX_ITEMS) -> WindowReport:
+    """replay(max_items) on this transcript in numbers, from read_recent and replay_state."""
+    recent = transcript.read_recent(max_items)
+    size = transcript.path.stat().st_size
+    return WindowReport(
+        events=recent.last_sequence, size_bytes=size, max_items=max_items, window_events=len(recent.events),
+        first_sequence=recent.events[0]["sequence"] if recent.events else None,
+        rounds=sum(_is_user_message(event) for event in recent.events),
+        messages=len(transcript.replay_state(max_items).messages),
+        window_bytes=size - recent.offsets[0] if recent.offsets else 0,
+    )
+
+
+def window_rows(report: WindowReport) -> list[tuple[str, str]]:
+    """The report as rows of (what, how much) for a table."""
+    share = report.window_bytes / report.size_bytes if report.size_bytes else 0
+    return [
+        ("events in the transcript", f"{report.events:,}"),
+        ("file size", f"{report.size_bytes:,} bytes"),
+        (f"events replay({report.max_items}) reads", f"{report.window_events:,} (sequences "
+         f"{report.first_sequence:,} to {report.events:,})" if report.window_events else "0"),
+        ("rounds that start inside the window", f"{report.rounds:,}"),
+        ("chat messages it sends", f"{report.messages:,}"),
+        ("bytes of those records", f"{report.window_bytes:,} ({share:.0%} of the file)"),
+    ]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of older history, read with read_recent(page_size, before=cursor)."""
+
+    first_sequence: int
+    last_sequence: int
+    records: int
+    size_bytes: int  # bytes these records span in the file
+    cursor: int  # byte offset of the page's first record: pass it as `before` to read the page in front
+
+
+def pages_back(transcript: JSONLTranscript, page_size: int, pages: int) -> list[Page]:
+    """The newest `pages` pages of page_size records, newest first, as a user scrolling back would load them."""
+    result, before = [], None
+    end = transcript.path.stat().st_size
+    for _ in range(pages):
+        page = transcript.read_recent(page_size, before=before)
+        if not page.events:
+            break
+        result.append(Page(page.events[0]["sequence"], page.events[-1]["sequence"], len(page.events),
+                           end - page.offsets[0], page.offsets[0]))
+        before = end = page.offsets[0]
+    return result
+
+
+# --------------------------------------------------------------------------- a large tool output
+
+INLINE_LIMIT = 4096  # a tool output longer than this many bytes goes to an artifact; the event keeps a pointer
+PREVIEW_LINES = 2  # lines of a stored output the pointer quotes
+
+
+def build_log(lines: int = 8000) -> str:
+    """A large, deterministic tool output: a test run's log, one line per test, one failure, a summary line."""
+    failing = lines - 3
+    rows = [f"09:{index // 60 % 60:02d}:{index % 60:02d} tests/test_module_{index % 400}.py::test_case_{index} "
+            + ("FAILED: add(2, 3) returned -1" if index == failing else "PASSED")
+            for index in range(lines - 1)]
+    rows.append(f"1 failed, {lines - 2} passed")
+    return "\n".join(rows) + "\n"
+
+
+def store_artifact(folder, data: str) -> Path:
+    """Write data durably to folder/<sha256>.txt (one write, fsync, then the folder's fsync) and return its path.
+
+    The name is the content's hash, so a pointer to it can be checked, and the artifact is on disk
+    before any event points at it.
+    """
+    encoded = data.encode("utf-8")
+    path = Path(folder) / f"{hashlib.sha256(encoded).hexdigest()}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        if os.write(descriptor, encoded) != len(encoded):
+            raise OSError(f"short write storing {path.name}")
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    OsFileIO().fsync_dir(path.parent)  # the new name is durable only once its folder is
+    return path
+
+
+def pointer_text(name: str, artifact: Path, output: str) -> str:
+    """What the tool result records instead of a large output: size, where it is, its hash, a short preview."""
+    lines = output.splitlines()
+    preview = "\n".join(lines[-PREVIEW_LINES:])
+    return (f"{name}: {len(output.encode('utf-8')):,} bytes, {len(lines):,} lines, stored as artifact "
+            f"{artifact.name} (its name is its sha256). Last {PREVIEW_LINES} lines:\n{preview}")
+
+
+def large_output_round(number: int, output: str, *, artifact_folder=None) -> list[dict]:
+    """A round whose read_file call returns output (build.log).
+
+    Without artifact_folder the whole output goes into the result event, and so into every replay
+    (the mistake). With it, an output over INLINE_LIMIT bytes is stored there first and the result
+    event holds a pointer and a preview.
+    """
+    call_id = f"call_{number}_1"
+    result = output
+    if artifact_folder is not None and len(output.encode("utf-8")) > INLINE_LIMIT:
+        result = pointer_text("build.log", store_artifact(artifact_folder, output), output)
+    return [
+        {"type": TYPE_MESSAGE, "role": "user", "content": f"Round {number}: the nightly build failed, see build.log."},
+        {"type": TYPE_REASONING, "content": "Read build.log and find the failing test."},
+        {"type": TYPE_FUNCTION_CALL, "callId": call_id, "name": "read_file", "arguments": {"path": "build.log"}},
+        {"type": TYPE_FUNCTION_CALL_RESULT, "callId": call_id, "output": result},
+        {"type": TYPE_MESSAGE, "role": "assistant", "content": "One test fails in build.log: add(2, 3) returned -1."},
+    ]
+
+
+MISTAKE = "whole log in the result (the mistake)"
+POINTER = "artifact + pointer in the result"
+
+
+def large_output_sessions(folder, output: str, *, before: int = 120, after: int = 20,
+                          seed: int = 1) -> tuple[dict, str]:
+    """Two copies of one session whose round number before + 1 reads build.log (output).
+
+    Returns ({MISTAKE: transcript, POINTER: transcript}, the read_file call's callId). In the first
+    the result event holds the whole output; in the second the output is stored under
+    folder/pointer/artifacts and the event holds a pointer.
+    """
+    sessions = {}
+    for label, name in ((MISTAKE, "mistake"), (POINTER, "pointer")):
+        artifacts = Path(folder) / name / "artifacts" if label == POINTER else None
+        rounds = [*typical_rounds(before, seed=seed), large_output_round(before + 1, output, artifact_folder=artifacts),
+                  *typical_rounds(after, seed=seed + 1, first=before + 2)]
+        sessions[label] = write_session(Path(folder) / name / "build-session.jsonl", rounds)
+    return sessions, f"call_{before + 1}_1"
+
+
+def result_event(transcript: JSONLTranscript, call_id: str) -> dict:
+    """The function_call_result event answering call_id."""
+    return next(event for event in transcript.read_events()
+                if event["type"] == TYPE_FUNCTION_CALL_RESULT and event["callId"] == call_id)
+
+
+def artifact_matches_its_name(path) -> bool:
+    """Whether an artifact's sha256 is still the name it was stored under."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest() == Path(path).stem
+
+
+def events_until_out_of_window(transcript: JSONLTranscript, sequence: int, max_items: int = SESSION_MAX_ITEMS) -> int:
+    """How many more events can be appended before the event at sequence leaves replay(max_items)'s window."""
+    newer = transcript.replay_state(0).total_events - sequence
+    return max(max_items - newer, 0)
+
+
+def message_bytes(message: dict) -> int:
+    """Bytes of one chat message as JSON: roughly what it adds to a request to the model."""
+    return len(json.dumps(message, ensure_ascii=False).encode("utf-8"))
+
+
+def prompt_rows(transcripts: dict, call_id: str, max_items: int = SESSION_MAX_ITEMS) -> list[tuple]:
+    """One row per labelled transcript: what replay(max_items) sends, and how much of it is call_id's result."""
+    rows = []
+    for label, transcript in transcripts.items():
+        messages = transcript.replay(max_items)
+        total = sum(message_bytes(message) for message in messages)
+        result = sum(message_bytes(message) for message in messages if _result_of(message) == call_id)
+        rows.append((label, f"{len(messages):,}", f"{total:,}", f"{result:,} ({result / total:.1%})",
+                     f"{transcript.path.stat().st_size:,}"))
+    return rows
+
+
+def _result_of(message: dict) -> str | None:
+    content = message["content"]
+    if isinstance(content, list) and content and content[0].get("type") == "tool_result":
+        return content[0]["tool_use_id"]
+    return None
+
+
+def plot_read_costs(costs: list[ReadCost], window: int = SESSION_MAX_ITEMS):
     """Read time against transcript length, full read vs tail read, on log-log axes. Returns the figure."""
     figure, axis = plt.subplots(figsize=(8, 4.5))
     events = [cost.events for cost in costs]
@@ -240,28 +515,42 @@ def plot_window(events: list[dict], max_items: int, *, dropped=(), chosen=(), ti
     return figure
 
 
+def file_digest(path) -> str:
+    """The sha256 of a file's bytes: equal digests mean the file was not changed."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 class ReplayExplorer:
     """A max_items slider and a "Replay" button showing what replay(max_items) does with each event.
 
-    Replay only reads: the transcript file is never changed. `replay` is a plain method: call it directly.
+    Each press reads the file again and checks it is unchanged: replay only reads. `replay` is a
+    plain method: call it directly.
     """
 
     def __init__(self, transcript: JSONLTranscript, max_items: int = 5):
         self.transcript = transcript
+        self.presses = 0
         total = len(transcript.read_events())
         self.max_items = widgets.IntSlider(value=min(max_items, total), min=0, max=total, description="max_items")
         self.replay_button = widgets.Button(description="Replay", button_style="primary")
-        self.replay_button.add_class("s09-main-control")
-        self.result = widgets.HTML("Press Replay.")
-        self.result.add_class("s09-result")
+        self.replay_button.add_class(MAIN_CONTROL_CLASS)
+        self.result = widgets.HTML("Set max_items and press Replay.")
+        self.result.add_class(RESULT_CLASS)
         self.replay_button.on_click(lambda _button: self.replay(self.max_items.value))
 
     def replay(self, max_items: int) -> list[WindowEntry]:
         """Show and return every event's fate under replay(max_items)."""
+        before = file_digest(self.transcript.path)
         entries = window_entries(self.transcript, max_items)
+        unchanged = file_digest(self.transcript.path) == before
+        self.presses += 1
         sent = sum(entry.fate == SENT for entry in entries)
-        self.result.value = (f"<b>replay(max_items={max_items})</b> sends {sent} messages."
-                             + window_table(entries).data)
+        dropped = [entry.sequence for entry in entries if entry.fate == ORPHAN]
+        messages = "1 message" if sent == 1 else f"{sent} messages"
+        self.result.value = (
+            f"Replay {self.presses}: <b>replay(max_items={max_items})</b> sends {messages}"
+            + (f"; dropped: sequence {', '.join(map(str, dropped))}" if dropped else "; nothing dropped")
+            + f". File unchanged: {unchanged}." + window_table(entries).data)
         return entries
 
     def widget(self) -> widgets.VBox:

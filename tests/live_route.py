@@ -1,0 +1,74 @@
+"""The widget actions of the README's 15-minute live route, for notebooks 4, 5 and 6.
+
+Each step is what the instructor does at one stop: the settings, then one press (or one move of a
+slider or checkbox), written as the kernel would run it after Run All. `shows` is a piece of text the
+result must then hold. tests/test_live_route.py runs the whole sequence twice in each notebook's own
+kernel; the README's route describes the same steps in words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Step:
+    heading: str  # the notebook section the stop is in
+    settings: str  # what the instructor sets, in words
+    code: str  # the same, as code run in the notebook's kernel
+    result: str  # an expression for the text the step changes
+    shows: str  # a piece of that text after the step
+
+
+ROUTE = {
+    "04_replay_window.ipynb": [
+        Step("Try it: move the window", "max_items 8, Replay",
+             "explorer.max_items.value = 8\nexplorer.replay_button.click()", "explorer.result.value",
+             "<b>replay(max_items=8)</b> sends 6 messages; dropped: sequence 5"),
+        Step("Try it: move the window", "max_items 4, Replay",
+             "explorer.max_items.value = 4\nexplorer.replay_button.click()", "explorer.result.value",
+             "<b>replay(max_items=4)</b> sends 3 messages; dropped: sequence 9"),
+        Step("Try it: move the window", "max_items 6, Replay",
+             "explorer.max_items.value = 6\nexplorer.replay_button.click()", "explorer.result.value",
+             "<b>replay(max_items=6)</b> sends 5 messages; nothing dropped"),
+    ],
+    "05_memory_gate.ipynb": [
+        Step("Try it: submit a selection", "Event 3: reasoning, any summary and reason, Submit",
+             "form.event_id.value = event_id_for(session, 3)\n"
+             "form.summary.value = 'the model suspected subtraction'\n"
+             "form.reason.value = 'to see what the gate says'\n"
+             "form.submit_button.click()", "form.result.value",
+             "event type &#x27;reasoning&#x27; is not eligible for memory selection"),
+        Step("Try it: submit a selection", "Event 7: file-history-snapshot, Reason emptied, Submit",
+             "form.event_id.value = event_id_for(session, 7)\n"
+             "form.summary.value = 'calc.py before the fix'\n"
+             "form.reason.value = ''\n"
+             "form.submit_button.click()", "form.result.value",
+             "reason is required (a non-blank string)"),
+        Step("Try it: submit a selection", "Reason 'to undo the edit if needed', Submit",
+             "form.reason.value = 'to undo the edit if needed'\n"
+             "form.submit_button.click()", "form.result.value",
+             "<b>candidate</b> (no event body inside)"),
+    ],
+    "06_crash_lab.ipynb": [
+        Step("Campaign 1: kill writers at random moments", "Kill 12 writers",
+             "kill_panel.button.click()", "kill_panel.result.value",
+             "every acknowledged event survived every kill"),
+        Step("Campaigns 3 and 4", "hash chain off, byte 200",
+             "flip_panel.chain.value = False\nflip_panel.offset.value = 200", "flip_panel.result.value",
+             "accepted with different content (12 events)"),
+        Step("Campaigns 3 and 4", "hash chain on", "flip_panel.chain.value = True", "flip_panel.result.value",
+             "chain mismatch"),
+        Step("Campaigns 3 and 4", "byte slider all the way right (the final newline)",
+             "flip_panel.offset.value = flip_panel.offset.max", "flip_panel.result.value",
+             "partial tail ignored (11 events)"),
+    ],
+}
+
+
+def step_cell(step: Step) -> str:
+    """The step as one code cell: it prints 'ok' only if the result changed and shows what it should."""
+    return (f"_before = {step.result}\n{step.code}\n_after = {step.result}\n"
+            f"assert _after != _before, 'the step did not change the result: ' + _after[:200]\n"
+            f"assert {step.shows!r} in _after, _after[:500]\n"
+            "print('ok')")

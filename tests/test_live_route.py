@@ -1,0 +1,60 @@
+"""The README's live route through notebooks 4, 5 and 6, run the way an instructor runs it.
+
+Each notebook is run top to bottom in its own kernel (Run All), then the route's widget actions
+(tests/live_route.py) are run in that same kernel, in order, twice. Every action must change what its
+widget shows, show what the route promises, and leave no error and no stderr behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from live_route import ROUTE, step_cell
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+ROUNDS = 2
+
+
+def run_with_route(path: Path, steps) -> list[list[dict]]:
+    """Run the notebook, then each step ROUNDS times; return the outputs of the step cells."""
+    notebook = nbformat.read(path, as_version=4)
+    first_step = len(notebook.cells)
+    notebook.cells += [new_code_cell(step_cell(step)) for _ in range(ROUNDS) for step in steps]
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()  # raises CellExecutionError on the first cell that fails
+    for number, cell in enumerate(notebook.cells[:first_step], start=1):
+        for output in cell.get("outputs", []):
+            assert output.get("name") != "stderr", f"cell {number} of the Run All wrote to stderr: {output['text']}"
+    return [cell.outputs for cell in notebook.cells[first_step:]]
+
+
+@pytest.mark.parametrize("name", sorted(ROUTE))
+def test_the_route_runs_twice_after_run_all(name):
+    steps = ROUTE[name]
+    outputs = run_with_route(NOTEBOOKS / name, steps)
+    assert len(outputs) == ROUNDS * len(steps)
+    for number, (step, cell_outputs) in enumerate(zip(steps * ROUNDS, outputs), start=1):
+        assert [(output["output_type"], output.get("name"), output.get("text")) for output in cell_outputs] == [
+            ("stream", "stdout", "ok\n")], f"step {number} ({step.settings}): {cell_outputs}"
+
+
+def test_a_step_that_changes_nothing_fails(tmp_path):
+    """The route's check can fail: pressing Replay on the window already shown changes only the press count,
+    and a step whose text is not shown is reported."""
+    from live_route import Step
+
+    path = tmp_path / "probe.ipynb"
+    notebook = nbformat.v4.new_notebook(cells=[new_code_cell("class W:\n    value = 'same'\nw = W()")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, path)
+    unchanged = Step("probe", "nothing", "pass", "w.value", "same")
+    with pytest.raises(Exception, match="did not change the result"):
+        run_with_route(path, [unchanged])
+    not_shown = Step("probe", "a change", "w.value = 'other'", "w.value", "never shown")
+    with pytest.raises(Exception, match="AssertionError"):
+        run_with_route(path, [not_shown])

@@ -1,0 +1,142 @@
+"""The main controls of notebooks 4, 5 and 6, pressed again and again, in different orders.
+
+An instructor presses a button twice, goes back to an earlier setting, switches the chain on and off
+in the middle of a kill round. Every press must change what the result shows, show what its settings
+give, and raise no error. ipywidgets catches an exception in a click handler and only logs it, so each
+press also fails on such a log record.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import random
+
+import pytest
+
+from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, event_id_for, run_agent, ticking_clock
+from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
+from s09_jsonl_transcript.lessons.crash_lab import FlipPanel, KillPanel
+from s09_jsonl_transcript.lessons.memory_gate import MemoryGateForm, answer_html, ask_gate
+from s09_jsonl_transcript.lessons.replay_window import ReplayExplorer, window_entries, window_table
+
+
+@pytest.fixture
+def press(caplog):
+    """press(button): click it as the browser would, and fail on an exception its handler swallowed."""
+    def click(button):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            button.click()
+        swallowed = [record for record in caplog.records if "Exception in callback" in record.getMessage()]
+        assert not swallowed, swallowed[0].exc_text or swallowed[0].getMessage()
+    return click
+
+
+@pytest.fixture
+def session(tmp_path):
+    """The bug-fix session of notebooks 4 and 5, plus notebook 5's event of an unknown type."""
+    path = tmp_path / "session-5.jsonl"
+    with JSONLTranscript(path, clock=ticking_clock()) as writer:
+        run_agent(writer, MockLLM())
+        writer.append({"type": "progress", "content": "running the test suite: 100%"})
+    return JSONLTranscript(path)
+
+
+# --------------------------------------------------------------------------- notebook 4: Replay
+
+REPLAY_ORDERS = [
+    [8, 8, 8, 4, 2],  # the route: the same window pressed three times, then smaller ones
+    [13, 0, 13, 1, 6, 6, 4],  # both ends of the slider, back and forth
+    random.Random(4).choices(range(0, 14), k=8),
+]
+
+
+@pytest.mark.parametrize("order", REPLAY_ORDERS, ids=["route", "ends", "random"])
+def test_replay_pressed_again_and_again_shows_each_window(session, press, order):
+    explorer = ReplayExplorer(session)
+    before_file = session.path.read_bytes()
+    for number, max_items in enumerate(order, start=1):
+        before = explorer.result.value
+        explorer.max_items.value = max_items
+        press(explorer.replay_button)
+        shown = explorer.result.value
+        assert shown != before
+        assert shown.startswith(f"Replay {number}: <b>replay(max_items={max_items})</b> sends ")
+        assert "File unchanged: True." in shown
+        assert shown.endswith(window_table(window_entries(session, max_items)).data)
+    assert session.path.read_bytes() == before_file
+
+
+# --------------------------------------------------------------------------- notebook 5: Submit to the gate
+
+def _selections(session_id):
+    snapshot, reasoning, message = (event_id_for(session_id, n) for n in (7, 3, 1))
+    return [
+        (reasoning, "the model suspected subtraction", "to see what the gate says"),  # the route: refused type
+        (snapshot, "calc.py before the fix", ""),  # the route: blank reason
+        (snapshot, "calc.py before the fix", "to undo the edit if needed"),  # the route: a candidate
+        (snapshot, "calc.py before the fix", "to undo the edit if needed"),  # the same again
+        (event_id_for(session_id, 13), "a progress note", "why not"),  # a type the gate does not know
+        (message, "  ", "a reason"),  # blank summary
+        (message, "add(2, 3) returned -1", "the bug this session fixed"),
+    ]
+
+
+@pytest.mark.parametrize("shuffle", [None, 1, 2], ids=["route", "shuffled-1", "shuffled-2"])
+def test_submit_pressed_again_and_again_shows_each_answer(session, press, shuffle):
+    selections = _selections(session.session_id)
+    if shuffle is not None:
+        random.Random(shuffle).shuffle(selections)
+    form = MemoryGateForm(session)
+    before_file = session.path.read_bytes()
+    for number, (event_id, summary, reason) in enumerate(selections, start=1):
+        before = form.result.value
+        form.event_id.value, form.summary.value, form.reason.value = event_id, summary, reason
+        press(form.submit_button)
+        assert form.result.value != before
+        assert form.result.value == (f"Submission {number} ({html.escape(event_id)}): "
+                                     + answer_html(ask_gate(session, event_id, summary, reason)))
+    assert session.path.read_bytes() == before_file
+
+
+# --------------------------------------------------------------------------- notebook 6: kills and flips
+
+def _flip_settings():
+    return [(False, 200), (True, 200), (True, None), (False, None), (False, 30), (True, 3000), (False, 0)]
+
+
+def test_kill_rounds_and_flips_interleaved(tmp_path, press):
+    kills = KillPanel(trials=3, root=tmp_path)
+    flips = FlipPanel()
+    settings = _flip_settings()
+    for round_number in range(1, 4):
+        before = kills.result.value
+        press(kills.button)
+        assert kills.result.value != before and f"Round {round_number}:" in kills.result.value
+        assert "every acknowledged event survived every kill" in kills.result.value
+        assert (kills.progress.value, kills.progress.max) == (3, 3) and not kills.button.disabled
+        for chained, offset in settings[round_number - 1::3]:  # a few flips between the rounds
+            flips.chain.value = chained
+            flips.offset.value = flips.offset.max if offset is None else min(offset, flips.offset.max)
+            assert flips.result.value == flipped_example(integrity=chained, offset=flips.offset.value)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["round-1", "round-2", "round-3"]
+
+
+def test_the_flip_slider_follows_the_chain_both_ways():
+    flips = FlipPanel()
+    for chained, offset in _flip_settings() * 2:
+        flips.chain.value = chained
+        assert flips.offset.max == flips.sizes[chained] - 1
+        wanted = flips.offset.max if offset is None else min(offset, flips.offset.max)
+        flips.offset.value = wanted
+        assert flips.result.value == flipped_example(integrity=chained, offset=wanted)
+
+
+def test_press_fails_on_an_exception_the_handler_swallowed(press):
+    import ipywidgets
+
+    broken = ipywidgets.Button()
+    broken.on_click(lambda _button: 1 / 0)
+    with pytest.raises(AssertionError, match="ZeroDivisionError"):
+        press(broken)
