@@ -479,13 +479,19 @@ def draw_state_machine(axes, current: str | None = None) -> None:
     axes.set_title(f"The session state machine (now: {current})" if current else "The session state machine")
 
 
+def _turn(log: SessionEventLog) -> int:
+    """The turn an "end turn" step names: the open one, else the last one (refused), else 1 (refused)."""
+    status = log.status()
+    return status.open_turn or status.last_turn or 1
+
+
 STEPS = {
     "user message": lambda log: log.user_message("Please run the tests."),
     "start turn": lambda log: log.start_turn(),
-    "end turn: complete": lambda log: log.end_turn(log.status().open_turn or 0, REASON_COMPLETE),
-    "end turn: error": lambda log: log.end_turn(log.status().open_turn or 0, REASON_ERROR),
-    "end turn: user_interrupt": lambda log: log.end_turn(log.status().open_turn or 0, REASON_USER_INTERRUPT),
-    "end turn: timeout": lambda log: log.end_turn(log.status().open_turn or 0, REASON_TIMEOUT),
+    "end turn: complete": lambda log: log.end_turn(_turn(log), REASON_COMPLETE),
+    "end turn: error": lambda log: log.end_turn(_turn(log), REASON_ERROR),
+    "end turn: user_interrupt": lambda log: log.end_turn(_turn(log), REASON_USER_INTERRUPT),
+    "end turn: timeout": lambda log: log.end_turn(_turn(log), REASON_TIMEOUT),
     "pause": lambda log: log.pause(),
     "resume": lambda log: log.resume(),
     "retry": lambda log: log.retry(),
@@ -525,7 +531,17 @@ class StateMachinePanel:
         return said
 
     def _draw(self) -> None:
+        self.picture.value = state_machine_png(self.log.status().state)
+
+
+_PICTURES = {}  # state -> PNG bytes: each drawing is made once per kernel
+
+
+def state_machine_png(state: str) -> bytes:
+    """The state machine drawn with state filled in, as PNG bytes (made once per state)."""
+    if state not in _PICTURES:
         figure = Figure(figsize=(8, 4.2))
-        draw_state_machine(figure.subplots(), self.log.status().state)
-        self.picture.value = figure_png(figure)
+        draw_state_machine(figure.subplots(), state)
+        _PICTURES[state] = figure_png(figure)
+    return _PICTURES[state]
 
