@@ -53,6 +53,9 @@ def test_the_view_shows_a_part_while_it_streams_and_a_refusal_when_no_turn_can_s
     assert "streaming (memory only): half of it" in view.screen.value
     view.button.click()  # a turn is open: start_turn is refused
     assert view.status.value.startswith("refused: turn 2 started while turn 1 was open")
+    log.end_turn(1, turns.REASON_ERROR)  # the turn ends without the part: the part's text leaves the screen
+    view.subscription.wait_delivered()
+    assert "streaming" not in view.screen.value and "turn_end error" in view.screen.value
 
 
 def test_a_crash_in_the_middle_of_a_stream_keeps_committed_events_and_no_delta(tmp_path):

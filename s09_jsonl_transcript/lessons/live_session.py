@@ -108,6 +108,8 @@ class LiveView:
                 self.timeline.append(("delta", None))
             else:
                 self.overlay.pop(item.get("part_id"), None)  # the committed part replaces its deltas
+                for part in item.get("unfinished_parts", ()):  # a turn ended without this part: its text is gone
+                    self.overlay.pop(part, None)
                 self.committed.append(item)
                 self.timeline.append(("committed", item["sequence"]))
             self.screen.value = self._html()
