@@ -442,3 +442,32 @@ def test_a_fresh_log_rebuilds_the_state_from_the_file(tmp_path):
     reopened = SessionEventLog.open(path)
     assert (reopened.status().state, reopened.status().open_turn, reopened.last_sequence) == (turns.PAUSED, 1, 2)
     reopened.close()
+
+
+def test_replay_keeps_working_on_a_live_sessions_file(tmp_path):
+    """Turn markers, commands, timeouts and part_ids are evidence the lesson's fold reads past."""
+    clock = ManualClock()
+    with SessionEventLog.create(tmp_path / "s.jsonl", clock=clock) as log:
+        log.start_turn()
+        log.user_message("fix add()")
+        log.record_tool_call("c1", "read_file", {"path": "calc.py"})
+        clock.advance(31)
+        log.check_timeouts()
+        log.pause()
+        log.resume()
+        stream = log.open_stream()
+        stream.delta("Done")
+        stream.commit({"type": "message", "role": "assistant", "content": "Done."})
+        log.end_turn(1, token_summary={"total_input": 10, "total_output": 2, "total_cost": 0.001})
+    transcript = JSONLTranscript(tmp_path / "s.jsonl")
+    assert transcript.replay() == [
+        {"role": "user", "content": "fix add()"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "read_file",
+                                           "input": {"path": "calc.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1",
+                                      "content": "error: tool call timed out after 30 s"}]},
+        {"role": "assistant", "content": "Done."},
+    ]
+    state = transcript.recover()
+    assert state["pending_calls"] == [] and state["total_events"] == 9
+    assert turns.session_status(transcript.read_events()).state == turns.IDLE
