@@ -1,32 +1,39 @@
 """A derived, disposable SQLite read model over a root of transcripts (stdlib sqlite3, no server).
 
 The JSONL files are the evidence; the index only makes listing and search fast. Everything in
-it is rebuilt from the files, except a title the user renamed, which exists nowhere else. When
-the database is missing, locked or corrupt, listing and search scan the JSONL files instead, so
-an index problem never makes a session unreadable.
+it is rebuilt from the files. The one thing the JSONL cannot rebuild, a title the user renamed,
+lives in a second database, owned by the user, that no rebuild ever deletes. When the index is
+missing, locked or corrupt, listing and search scan the JSONL files instead, so an index problem
+never makes a session unreadable. Both databases use WAL journal mode (readers never wait for
+the writer) with a busy timeout (a writer waits that long for another, then gives up).
 
-    python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] sync
-    python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] sessions
-    python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] search TEXT
-    python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] rename WORKSPACE SESSION TITLE
+    python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] [--user-db FILE] sync
+    python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] [--user-db FILE] sessions
+    python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] search TEXT [--limit N]
+    python -m s09_jsonl_transcript.index [--root DIR] [--user-db FILE] rename WORKSPACE SESSION TITLE
 
 Transcripts live where JSONLTranscript.for_session puts them: ROOT/projects/<workspace>/<session>.jsonl.
-The database defaults to ROOT/index.sqlite3.
+The index defaults to ROOT/index.sqlite3, the user's titles to ROOT/user-titles.sqlite3.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sqlite3
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .code import TYPE_AI_TITLE, TYPE_MESSAGE, JSONLTranscript, TranscriptCorruptionError
 
-INDEX_SCHEMA_VERSION = 1
+INDEX_SCHEMA_VERSION = 2  # 2: renamed titles moved out of the index into the user's own database
 DEFAULT_DB_NAME = "index.sqlite3"
+DEFAULT_USER_DB_NAME = "user-titles.sqlite3"
+SEARCHABLE_ROLES = ("user", "assistant")  # search covers what the user and the assistant said
+DEFAULT_SEARCH_LIMIT = 50
+CANDIDATES_PER_RESULT = 4  # full-text candidates fetched per result wanted, page by page (seed 003)
 SOURCE_INDEX = "index"
 SOURCE_SCAN = "jsonl scan"
 
@@ -43,14 +50,6 @@ CREATE TABLE sessions (
     problem       TEXT,             -- why the transcript could not be read, or NULL
     PRIMARY KEY (workspace, session_id)
 );
--- The one thing the JSONL cannot rebuild: a title the user chose. Kept apart, so rebuilding a
--- session's rows never touches it.
-CREATE TABLE renamed_titles (
-    workspace  TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    title      TEXT NOT NULL,
-    PRIMARY KEY (workspace, session_id)
-);
 -- Trigram tokens: any piece of text of three characters or more can be looked up.
 CREATE VIRTUAL TABLE message_text USING fts5(
     text, workspace UNINDEXED, session_id UNINDEXED, sequence UNINDEXED, role UNINDEXED,
@@ -58,6 +57,68 @@ CREATE VIRTUAL TABLE message_text USING fts5(
 );
 PRAGMA user_version = {INDEX_SCHEMA_VERSION};
 """
+
+# The user's own data: never derived, never discarded by a rebuild (a separate file).
+_USER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS renamed_titles (
+    workspace  TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    title      TEXT NOT NULL,
+    PRIMARY KEY (workspace, session_id)
+);
+"""
+
+
+def _connect_for_writing(path: Path, timeout: float) -> sqlite3.Connection:
+    """A connection in WAL journal mode with a busy timeout of timeout seconds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, timeout=timeout)
+    try:
+        connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        connection.execute("PRAGMA journal_mode = WAL")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+class UserTitles:
+    """Titles the user gave sessions, in their own database: a rebuild of the index never touches it.
+
+    A damaged file is reported, never deleted: what is in it exists nowhere else.
+    """
+
+    def __init__(self, path, *, timeout: float = 0.2):
+        self.path = Path(path)
+        self.timeout = timeout
+
+    def set(self, workspace: str, session_id: str, title: str) -> None:
+        """Store the user's title for a session (replacing an earlier one)."""
+        self.set_many([(workspace, session_id, title)])
+
+    def set_many(self, rows, *, keep_existing: bool = False) -> int:
+        """Store (workspace, session_id, title) rows in one transaction; return how many were stored."""
+        verb = "INSERT OR IGNORE" if keep_existing else "INSERT OR REPLACE"
+        connection = _connect_for_writing(self.path, self.timeout)
+        try:
+            with connection:
+                connection.executescript(_USER_SCHEMA)
+                return connection.executemany(f"{verb} INTO renamed_titles VALUES (?, ?, ?)", list(rows)).rowcount
+        finally:
+            connection.close()
+
+    def all(self) -> dict:
+        """(workspace, session_id) -> title; {} when there is no file yet. Raises sqlite3.Error on damage."""
+        if not self.path.is_file():
+            return {}
+        connection = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, timeout=self.timeout)
+        try:
+            tables = connection.execute("SELECT name FROM sqlite_master WHERE name = 'renamed_titles'").fetchall()
+            rows = connection.execute("SELECT workspace, session_id, title FROM renamed_titles").fetchall() \
+                if tables else []
+        finally:
+            connection.close()
+        return {(workspace, session): title for workspace, session, title in rows}
 
 
 class IndexLockedError(RuntimeError):
@@ -113,7 +174,9 @@ def message_text(event: dict) -> str | None:
 
 
 def read_session(path, workspace: str) -> SessionDigest:
-    """Read one transcript (validated, as replay reads it) into its session row and message texts.
+    """Read one transcript (validated, as replay reads it) into its session row and the texts to search.
+
+    Only what the user and the assistant said is searchable (SEARCHABLE_ROLES).
 
     A damaged transcript gives a row that names the damage and no messages: the index never
     serves text from a file the reader refuses.
@@ -128,8 +191,8 @@ def read_session(path, workspace: str) -> SessionDigest:
                          problem=f"line {error.line_number}: {error.reason}")
         return SessionDigest(row, [])
     titles = [event["title"] for event in events if event["type"] == TYPE_AI_TITLE]
-    messages = [MessageText(event["sequence"], event["role"], text)
-                for event in events if (text := message_text(event)) is not None]
+    messages = [MessageText(event["sequence"], event["role"], text) for event in events
+                if event.get("role") in SEARCHABLE_ROLES and (text := message_text(event)) is not None]
     last = events[-1] if events else {}
     row = SessionRow(workspace, transcript.session_id, titles[-1] if titles else None, len(events),
                      last.get("sequence", 0), last.get("recorded_at"), stat.st_size, stat.st_mtime_ns)
@@ -166,6 +229,8 @@ class Answer:
     rows: list
     source: str  # SOURCE_INDEX, or SOURCE_SCAN when the database could not be used
     fallback_reason: str | None = None  # why the database was not used
+    more: bool = False  # search only: more hits exist than the limit let through
+    titles_problem: str | None = None  # listing only: why the user's titles could not be read
 
 
 @dataclass
@@ -206,10 +271,12 @@ def _fts_phrase(needle: str) -> str:
 class TranscriptIndex:
     """The read model over root/projects/*/*.jsonl, kept in one SQLite file."""
 
-    def __init__(self, root, db_path=None, *, timeout: float = 0.2):
+    def __init__(self, root, db_path=None, *, user_db_path=None, timeout: float = 0.2):
         self.root = Path(root)
         self.db_path = Path(db_path) if db_path is not None else self.root / DEFAULT_DB_NAME
         self.timeout = timeout  # seconds to wait for a lock before giving up (nothing hangs)
+        self.user_titles = UserTitles(user_db_path if user_db_path is not None else self.root / DEFAULT_USER_DB_NAME,
+                                      timeout=timeout)
 
     # -- writing ----------------------------------------------------------------------
 
@@ -217,8 +284,9 @@ class TranscriptIndex:
         """Bring the index in line with the JSONL files: read changed ones, skip unchanged ones.
 
         A transcript counts as unchanged while its size and mtime are. A corrupt database, or
-        one written with another schema version, is discarded and rebuilt. Raises
-        IndexLockedError when another process holds the write lock.
+        one written with another schema version, is discarded and rebuilt (titles a schema-1
+        index still held are first moved to the user's database). The user's database is never
+        touched. Raises IndexLockedError when another process holds the write lock.
         """
         report = SyncReport()
         try:
@@ -226,25 +294,31 @@ class TranscriptIndex:
         except (sqlite3.DatabaseError, IndexUnusableError) as problem:
             if "locked" in str(problem):
                 raise IndexLockedError(f"{self.db_path.name} is locked by another process ({problem})") from None
+            self._rescue_titles()
             self._discard()  # corrupt, or another schema version: the index is disposable
             report = SyncReport(rebuilt_because=str(problem) or type(problem).__name__)
             self._sync_into(report)
         return report
 
     def rename(self, workspace: str, session_id: str, title: str) -> None:
-        """Give a session the user's own title. It lives only in this database.
-
-        Raises IndexUnusableError when the database has another schema version (sync first).
-        """
+        """Give a session the user's own title. It lives only in the user's database (user_titles)."""
         if not isinstance(title, str) or not title.strip():
             raise ValueError("a title must be a non-blank string")
-        connection = self._open_for_writing()
+        self.user_titles.set(workspace, session_id, title.strip())
+
+    def _rescue_titles(self) -> int:
+        """Copy titles out of an index written before they moved (schema 1); 0 when there is none to read."""
+        if not self.db_path.is_file():
+            return 0
         try:
-            with connection:
-                connection.execute("INSERT OR REPLACE INTO renamed_titles VALUES (?, ?, ?)",
-                                   (workspace, session_id, title.strip()))
-        finally:
-            connection.close()
+            connection = sqlite3.connect(self.db_path.resolve().as_uri() + "?mode=ro", uri=True, timeout=self.timeout)
+            try:
+                rows = connection.execute("SELECT workspace, session_id, title FROM renamed_titles").fetchall()
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            return 0  # no such table (this schema) or unreadable: nothing a rebuild could lose
+        return self.user_titles.set_many(rows, keep_existing=True)
 
     def _sync_into(self, report: SyncReport) -> None:
         connection = self._open_for_writing()
@@ -284,7 +358,7 @@ class TranscriptIndex:
 
     @staticmethod
     def _forget(connection, workspace: str, session_id: str) -> None:
-        """Delete a session's derived rows (its renamed title stays)."""
+        """Delete a session's derived rows (its renamed title is elsewhere)."""
         connection.execute("DELETE FROM sessions WHERE workspace = ? AND session_id = ?", (workspace, session_id))
         connection.execute("DELETE FROM message_text WHERE workspace = ? AND session_id = ?",
                            (workspace, session_id))
@@ -294,8 +368,7 @@ class TranscriptIndex:
 
         Raises IndexUnusableError for a database written with another schema version.
         """
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.db_path, timeout=self.timeout)
+        connection = _connect_for_writing(self.db_path, self.timeout)
         try:
             version = connection.execute("PRAGMA user_version").fetchone()[0]
             if version == 0 and not connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
@@ -308,56 +381,78 @@ class TranscriptIndex:
         return connection
 
     def _discard(self) -> None:
-        """Delete the database file and its journals (everything in them but renamed titles is derived)."""
+        """Delete the index file and its journals: everything in them is derived (titles are elsewhere)."""
         for suffix in ("", "-journal", "-wal", "-shm"):
             Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
 
     # -- reading ----------------------------------------------------------------------
 
     def sessions(self) -> Answer:
-        """Every session, sorted by workspace and id; from the index, else by scanning the JSONL."""
+        """Every session, sorted by workspace and id, with the user's titles where given.
+
+        From the index, else by scanning the JSONL; a damaged user database is reported in
+        titles_problem (the sessions are still listed, with their derived titles).
+        """
         try:
-            rows = self._query_sessions()
+            rows, source, reason = self._query_sessions(), SOURCE_INDEX, None
         except IndexUnusableError as problem:
-            return Answer([digest.row for digest in self._scan()], SOURCE_SCAN, str(problem))
-        return Answer(rows, SOURCE_INDEX)
+            rows, source, reason = [digest.row for digest in self._scan()], SOURCE_SCAN, str(problem)
+        try:
+            titles, titles_problem = self.user_titles.all(), None
+        except sqlite3.Error as error:
+            titles, titles_problem = {}, f"{self.user_titles.path.name} unreadable: {error}"
+        rows = [replace(row, title=titles.get((row.workspace, row.session_id), row.title)) for row in rows]
+        return Answer(rows, source, reason, titles_problem=titles_problem)
 
-    def search(self, text: str, *, case_sensitive: bool = False) -> Answer:
-        """Messages whose text contains text: full-text candidates, each confirmed by a substring check.
+    def search(self, text: str, *, case_sensitive: bool = False, limit: int = DEFAULT_SEARCH_LIMIT) -> Answer:
+        """User and assistant messages whose text contains text, at most limit of them, in session order.
 
-        Ignores case unless case_sensitive. Scans the JSONL when the index cannot answer.
+        Full-text candidates are fetched limit * 4 at a time and each is confirmed by a substring
+        check, so the limit never changes which messages match. Ignores case unless
+        case_sensitive. Scans the JSONL when the index cannot answer. answer.more says whether
+        the limit cut the list.
         """
         if not isinstance(text, str) or not text.strip():
             raise ValueError("search text must be a non-blank string")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ValueError(f"limit must be a whole number >= 1, not {limit!r}")
         try:
-            candidates = self._query_candidates(text)
+            hits = self._query_hits(text, case_sensitive, limit + 1)
             source, reason = SOURCE_INDEX, None
         except IndexUnusableError as problem:
-            candidates = [SearchHit(digest.row.workspace, digest.row.session_id, message.sequence, message.role,
-                                    message.text) for digest in self._scan() for message in digest.messages]
+            candidates = (SearchHit(digest.row.workspace, digest.row.session_id, message.sequence, message.role,
+                                    message.text) for digest in self._scan() for message in digest.messages)
+            hits = list(itertools.islice((hit for hit in candidates if _contains(hit.text, text, case_sensitive)),
+                                         limit + 1))
             source, reason = SOURCE_SCAN, str(problem)
-        hits = [hit for hit in candidates if _contains(hit.text, text, case_sensitive)]
-        return Answer(hits, source, reason)
+        return Answer(hits[:limit], source, reason, more=len(hits) > limit)
 
     def _scan(self) -> list[SessionDigest]:
         return [read_session(path, workspace) for workspace, _, path in find_transcripts(self.root)]
 
     def _query_sessions(self) -> list[SessionRow]:
         rows = self._read_query(
-            "SELECT s.workspace, s.session_id, coalesce(r.title, s.title), s.event_count, s.last_sequence,"
-            " s.updated_at, s.size, s.mtime_ns, s.problem FROM sessions AS s"
-            " LEFT JOIN renamed_titles AS r USING (workspace, session_id)"
-            " ORDER BY s.workspace, s.session_id")
+            "SELECT workspace, session_id, title, event_count, last_sequence, updated_at, size, mtime_ns, problem"
+            " FROM sessions ORDER BY workspace, session_id")
         return [SessionRow(*row) for row in rows]
 
-    def _query_candidates(self, text: str) -> list[SearchHit]:
+    def _query_hits(self, text: str, case_sensitive: bool, wanted: int) -> list[SearchHit]:
+        """Up to wanted confirmed hits, asking the full-text table for CANDIDATES_PER_RESULT times as many per page."""
         columns = "workspace, session_id, sequence, role, text"
+        order = " ORDER BY workspace, session_id, sequence LIMIT ? OFFSET ?"
         if len(text) >= 3:  # trigram tokens can look up anything of three characters or more
-            rows = self._read_query(f"SELECT {columns} FROM message_text WHERE message_text MATCH ?",
-                                    (_fts_phrase(text),))
+            sql, parameters = f"SELECT {columns} FROM message_text WHERE message_text MATCH ?" + order, (
+                _fts_phrase(text),)
         else:  # shorter: every message is a candidate
-            rows = self._read_query(f"SELECT {columns} FROM message_text")
-        return sorted((SearchHit(*row) for row in rows), key=lambda hit: (hit.workspace, hit.session_id, hit.sequence))
+            sql, parameters = f"SELECT {columns} FROM message_text" + order, ()
+        hits, page, offset = [], wanted * CANDIDATES_PER_RESULT, 0
+        while len(hits) < wanted:
+            rows = self._read_query(sql, (*parameters, page, offset))
+            hits += [hit for hit in (SearchHit(*row) for row in rows) if _contains(hit.text, text, case_sensitive)]
+            if len(rows) < page:
+                break
+            offset += page
+        return hits[:wanted]
 
     def _read_query(self, sql: str, parameters=()) -> list[tuple]:
         """Run a query on a read-only connection; raise IndexUnusableError when the database cannot answer."""
@@ -386,6 +481,8 @@ class TranscriptIndex:
 def format_sessions(answer: Answer) -> str:
     """The session list as aligned text, with a note when it came from a scan."""
     lines = [] if answer.source == SOURCE_INDEX else [f"(index not used: {answer.fallback_reason}; scanned the JSONL)"]
+    if answer.titles_problem:
+        lines.append(f"(your renamed titles are not shown: {answer.titles_problem})")
     for row in answer.rows:
         detail = f"DAMAGED: {row.problem}" if row.problem else f"{row.event_count} events, updated {row.updated_at}"
         lines.append(f"{row.workspace}/{row.session_id}  {row.title or '(untitled)'}  [{detail}]")
@@ -399,6 +496,8 @@ def format_hits(answer: Answer) -> str:
         snippet = " ".join(hit.text.split())
         lines.append(f"{hit.workspace}/{hit.session_id} #{hit.sequence} {hit.role}: "
                      f"{snippet[:100]}{'...' if len(snippet) > 100 else ''}")
+    if answer.more:
+        lines.append(f"(more hits than the limit of {len(answer.rows)})")
     return "\n".join(lines) if lines else "no hits"
 
 
@@ -407,25 +506,28 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m s09_jsonl_transcript.index",
                                      description="A disposable SQLite index over a root of JSONL transcripts.")
     parser.add_argument("--root", default=os.curdir, help="the folder holding projects/ (default: here)")
-    parser.add_argument("--db", default=None, help=f"the database file (default: ROOT/{DEFAULT_DB_NAME})")
+    parser.add_argument("--db", default=None, help=f"the index database (default: ROOT/{DEFAULT_DB_NAME})")
+    parser.add_argument("--user-db", default=None,
+                        help=f"the database of your renamed titles (default: ROOT/{DEFAULT_USER_DB_NAME})")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("sync", help="read new and changed transcripts into the index")
     commands.add_parser("sessions", help="list the sessions")
-    search = commands.add_parser("search", help="find messages containing TEXT (any case)")
+    search = commands.add_parser("search", help="find user and assistant messages containing TEXT (any case)")
     search.add_argument("text")
-    rename = commands.add_parser("rename", help="give a session your own title (kept only in the index)")
+    search.add_argument("--limit", type=int, default=DEFAULT_SEARCH_LIMIT, help="at most this many hits")
+    rename = commands.add_parser("rename", help="give a session your own title (kept in the user database)")
     rename.add_argument("workspace")
     rename.add_argument("session")
     rename.add_argument("title")
     args = parser.parse_args(argv)
-    index = TranscriptIndex(args.root, args.db)
+    index = TranscriptIndex(args.root, args.db, user_db_path=args.user_db)
     try:
         if args.command == "sync":
             print(index.sync())
         elif args.command == "sessions":
             print(format_sessions(index.sessions()))
         elif args.command == "search":
-            print(format_hits(index.search(args.text)))
+            print(format_hits(index.search(args.text, limit=args.limit)))
         else:
             index.rename(args.workspace, args.session, args.title)
             print(f"renamed {args.workspace}/{args.session}")

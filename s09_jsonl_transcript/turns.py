@@ -1,16 +1,22 @@
-"""The turn lifecycle: turn_start / turn_end events, the session state folded from them, an audit.
+"""The turn lifecycle as the session-as-WAL design draws it: markers, commands, the state machine, an audit.
 
 A turn is one round of the agent loop: a request, the model's tool calls and answers, until the
-model is done or something stops it. Two ordinary events mark it:
+model is done or something stops it. Ordinary events mark it and steer it:
 
-    {"type": "turn_start", "turn_number": 3}
+    {"type": "turn_start", "turn_number": 3, "reason": "user_initiated"}
     {"type": "turn_end", "turn_number": 3, "reason": "complete",
-     "token_summary": {"input_tokens": 1200, "output_tokens": 340, "cost_usd": 0.0062}}
+     "token_summary": {"total_input": 1200, "total_output": 340, "total_cost": 0.0062}}
+    {"type": "pause_command"}   {"type": "resume_command"}   {"type": "retry_command"}
+    {"type": "timeout", "limit": "turn_timeout", "allowed": 120, "observed": 121.0, "turn_number": 3}
 
-They are appended with JSONLTranscript.append like any other event; replay keeps them as
-evidence and makes no chat message of them. session_status folds them, by TRANSITIONS, into the
-session's state and the decision a runtime takes after a crash; audit adds up tokens and cost
-and lists which tool was called when. A transcript without turn events still replays as before.
+They are appended like any other event; replay keeps them as evidence and makes no chat message
+of them. SessionFold folds a transcript's events, one at a time and by the table TRANSITIONS, into
+the session's state (idle, running, expired, error, paused) and the decision a runtime takes after
+a crash; session_status does it for a list. Events the table has no row for are reported as
+anomalies and change nothing. audit adds up tokens and cost and lists which tool was called when.
+A transcript without any turn marker or command is read as the lesson's plain log (idle).
+
+Where the kit departs from the design, DEPARTURES says how and why (the README shows it).
 """
 
 from __future__ import annotations
@@ -18,14 +24,33 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Iterable
 
-from .code import TYPE_AI_TITLE, TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, JSONLTranscript
+from .code import (
+    SCHEMA_VERSION,
+    TYPE_AI_TITLE,
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    TYPE_MESSAGE,
+    JSONLTranscript,
+)
 
 TYPE_TURN_START = "turn_start"
 TYPE_TURN_END = "turn_end"
+TYPE_PAUSE = "pause_command"
+TYPE_RESUME = "resume_command"
+TYPE_RETRY = "retry_command"
+TYPE_TIMEOUT = "timeout"
+COMMAND_TYPES = (TYPE_PAUSE, TYPE_RESUME, TYPE_RETRY)
 
-# Why a turn ended (the "reason" of turn_end).
+# Why a turn started (the "reason" of turn_start).
+START_USER = "user_initiated"  # the user sent a message (the design's example)
+START_RETRY = "retry"  # after a retry_command
+START_CONTINUATION = "continuation"  # the runtime goes on by itself (after compaction, say)
+START_REASONS = (START_USER, START_RETRY, START_CONTINUATION)
+
+# Why a turn ended (the "reason" of turn_end): the design's five.
 REASON_COMPLETE = "complete"
 REASON_TIMEOUT = "timeout"
 REASON_ERROR = "error"
@@ -33,49 +58,119 @@ REASON_USER_INTERRUPT = "user_interrupt"
 REASON_COMPACTION_TRIGGER = "compaction_trigger"
 END_REASONS = (REASON_COMPLETE, REASON_TIMEOUT, REASON_ERROR, REASON_USER_INTERRUPT, REASON_COMPACTION_TRIGGER)
 
-TOKEN_SUMMARY_FIELDS = ("input_tokens", "output_tokens", "cost_usd")
+# The design's limits, by the names of its parameters (their defaults are in timeouts.py).
+TURN_TIMEOUT = "turn_timeout"
+TOOL_TIMEOUT = "tool_timeout"
+MAX_TOOL_CALLS = "max_tool_calls_per_turn"
+SESSION_IDLE_TIMEOUT = "session_idle_timeout"
+SESSION_MAX_DURATION = "session_max_duration"
+LIMITS = (TURN_TIMEOUT, TOOL_TIMEOUT, MAX_TOOL_CALLS, SESSION_IDLE_TIMEOUT, SESSION_MAX_DURATION)
+SESSION_LIMITS = (SESSION_IDLE_TIMEOUT, SESSION_MAX_DURATION)  # these expire the session themselves
+
+# token_summary as the design writes it, and as earlier versions of the kit wrote it (still read).
+TOKEN_SUMMARY_FIELDS = ("total_input", "total_output", "total_cost")
+KIT_TOKEN_SUMMARY_FIELDS = ("input_tokens", "output_tokens", "cost_usd")
 
 # The session's states.
-IDLE = "idle"  # no turn open: the last one completed, or none has started
-RUNNING = "running"  # a turn started and has not ended
-EXPIRED = "expired"  # the last turn timed out
-ERROR = "error"  # the last turn failed
-PAUSED = "paused"  # the last turn was interrupted by the user, or stopped for compaction
+IDLE = "idle"  # no run: the last turn ended, or none has started
+RUNNING = "running"  # a run was started (by a user message or a turn_start) and has not ended
+EXPIRED = "expired"  # a turn timed out or a session limit was reached: terminal, start a new session
+ERROR = "error"  # the last turn failed: a retry_command runs it again
+PAUSED = "paused"  # a pause_command stopped the run: a resume_command goes on
 STATES = (IDLE, RUNNING, EXPIRED, ERROR, PAUSED)
 
-# The transition table: (state, what happened) -> next state. "What happened" is a turn_start
-# or the reason of a turn_end. A turn_end is only folded when it closes the open turn.
-TRANSITIONS = {
-    (IDLE, TYPE_TURN_START): RUNNING,
-    (RUNNING, TYPE_TURN_START): RUNNING,  # the open turn never ended: reported as an anomaly
-    (EXPIRED, TYPE_TURN_START): RUNNING,
-    (ERROR, TYPE_TURN_START): RUNNING,
-    (PAUSED, TYPE_TURN_START): RUNNING,
-    (RUNNING, REASON_COMPLETE): IDLE,
-    (RUNNING, REASON_TIMEOUT): EXPIRED,
-    (RUNNING, REASON_ERROR): ERROR,
-    (RUNNING, REASON_USER_INTERRUPT): PAUSED,
-    (RUNNING, REASON_COMPACTION_TRIGGER): PAUSED,
-}
+# What happens: the trigger an event is, for the table below.
+USER_MESSAGE = "user_message"  # a message event with role "user"
 
-# What a fresh process does after a crash, by how the last turn ended.
+
+def end_trigger(reason: str) -> str:
+    """The trigger a turn_end with this reason is: turn_end(complete), turn_end(timeout), ..."""
+    return f"{TYPE_TURN_END}({reason})"
+
+
+def timeout_trigger(limit: str) -> str:
+    """The trigger a session-level timeout event is: timeout(session_idle_timeout), ..."""
+    return f"{TYPE_TIMEOUT}({limit})"
+
+
+# The transition table: (state, trigger) -> next state. Nothing else moves the state: an event
+# whose trigger has no row in its state is reported as an anomaly and changes nothing. An expired
+# session stays expired whatever comes (the design's "any event"); events that would start work
+# there are reported.
+TRANSITIONS = {
+    (IDLE, USER_MESSAGE): RUNNING,
+    (IDLE, TYPE_TURN_START): RUNNING,
+    (RUNNING, USER_MESSAGE): RUNNING,
+    (RUNNING, TYPE_TURN_START): RUNNING,  # opens the run's turn; one already open is reported
+    (RUNNING, end_trigger(REASON_COMPLETE)): IDLE,
+    (RUNNING, end_trigger(REASON_TIMEOUT)): EXPIRED,
+    (RUNNING, end_trigger(REASON_ERROR)): ERROR,
+    (RUNNING, end_trigger(REASON_USER_INTERRUPT)): IDLE,
+    (RUNNING, end_trigger(REASON_COMPACTION_TRIGGER)): IDLE,
+    (RUNNING, TYPE_PAUSE): PAUSED,
+    (PAUSED, TYPE_RESUME): RUNNING,
+    (ERROR, TYPE_RETRY): RUNNING,
+    (IDLE, timeout_trigger(SESSION_IDLE_TIMEOUT)): EXPIRED,
+    **{(state, timeout_trigger(SESSION_MAX_DURATION)): EXPIRED for state in (IDLE, RUNNING, PAUSED, ERROR)},
+}
+# Triggers that start or steer work: an expired session refuses them (a function_call counts too).
+WORK_TRIGGERS = (USER_MESSAGE, TYPE_TURN_START, TYPE_PAUSE, TYPE_RESUME, TYPE_RETRY)
+
+# What a fresh process does after a crash.
 NOTHING_TO_DO = "nothing to do"
-CONTINUE = "continue with the next turn"
-RETRY_OR_ABANDON = "offer retry or abandon"
-RERUN = "re-run the unfinished turn"
 WAIT_FOR_USER = "wait for the user"
 COMPACT_THEN_CONTINUE = "compact the context, then continue with the next turn"
+RERUN = "re-run the unfinished turn"
+WAIT_FOR_RESUME = "wait for a resume_command"
+RETRY_OR_ABANDON = "offer retry or abandon"
+NEW_SESSION = "start a new session (expired is terminal)"
 NO_TURN_MARKERS = "no turn markers: replay as usual"
 
-DECISION_BY_REASON = {
+DECISION_BY_STATE = {RUNNING: RERUN, PAUSED: WAIT_FOR_RESUME, ERROR: RETRY_OR_ABANDON, EXPIRED: NEW_SESSION}
+DECISION_AFTER_IDLE = {  # idle: by how the last turn ended
+    None: NOTHING_TO_DO,
     REASON_COMPLETE: NOTHING_TO_DO,
-    REASON_TIMEOUT: CONTINUE,
-    REASON_ERROR: RETRY_OR_ABANDON,
     REASON_USER_INTERRUPT: WAIT_FOR_USER,
     REASON_COMPACTION_TRIGGER: COMPACT_THEN_CONTINUE,
 }
 
-# --------------------------------------------------------------------------- writing the markers
+# Where the kit departs from seed 002 (the session-as-WAL design), and why. tests/test_turns.py
+# has a test per row; the README prints the table.
+DEPARTURES = (
+    {"topic": "event names",
+     "design": "user_message, assistant_text, tool_use, tool_result; uuid and timestamp on each",
+     "kit": "the lesson's message (role user or assistant), function_call, function_call_result; "
+            "the envelope's event_id and recorded_at",
+     "why": "the lesson's six event types and envelope stay the format; a user_message is a message with role user"},
+    {"topic": "what starts a run",
+     "design": "idle + user_message -> running",
+     "kit": "the same, and a turn_start does it too; before the first turn marker or command the "
+            "transcript is read as the lesson's plain log (idle)",
+     "why": "the design's own JSONL example writes turn_start before the user message; the lesson's "
+            "transcripts have no markers and must not read as a run that never ended"},
+    {"topic": "user_interrupt, compaction_trigger",
+     "design": "listed as turn_end reasons; the state table has no row for them",
+     "kit": "running -> idle, decisions 'wait for the user' and 'compact, then continue'",
+     "why": "the turn is over and nothing failed; paused is kept for pause_command, as the table says"},
+    {"topic": "a turn that timed out",
+     "design": "state table: running -> expired, terminal; recovery flow: 'continue from the next turn'",
+     "kit": "the state table: expired, and the decision 'start a new session'",
+     "why": "the design says both; the table is the stricter, and the issue asks for expired to be terminal"},
+    {"topic": "abandon",
+     "design": "after an error, 'offer retry or abandon'; no event for abandon",
+     "kit": "retry_command only; abandoning means starting a new session",
+     "why": "a state the table does not have is not invented here"},
+    {"topic": "tool results",
+     "design": "tool_result {success, output or error}",
+     "kit": "function_call_result keeps output (what the model reads) and adds success and error",
+     "why": "replay sends output to the model; an error must still say something to it"},
+    {"topic": "max_tool_calls_per_turn",
+     "design": "force the turn to complete and send the user a message",
+     "kit": "a timeout event, an assistant message telling the user, turn_end(complete); a further call is refused",
+     "why": "the notice is written by the agent to the user: a message with role user would read as the user speaking"},
+)
+
+# --------------------------------------------------------------------------- writing the events
 
 
 def _check_turn_number(turn_number) -> int:
@@ -84,41 +179,101 @@ def _check_turn_number(turn_number) -> int:
     return turn_number
 
 
-def _check_token_summary(summary) -> dict:
-    if not isinstance(summary, dict) or set(summary) != set(TOKEN_SUMMARY_FIELDS):
-        raise ValueError(f"token_summary must be a dict with exactly {', '.join(TOKEN_SUMMARY_FIELDS)}")
-    for name in ("input_tokens", "output_tokens"):
-        value = summary[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"token_summary[{name!r}] must be a whole number >= 0, not {value!r}")
-    cost = summary["cost_usd"]
-    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not math.isfinite(cost) or cost < 0:
-        raise ValueError(f"token_summary['cost_usd'] must be a finite number >= 0, not {cost!r}")
-    return dict(summary)
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def turn_start_event(turn_number: int) -> dict:
-    """The event that opens turn turn_number (1, 2, 3, ...)."""
-    return {"type": TYPE_TURN_START, "turn_number": _check_turn_number(turn_number)}
+def _amount(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
-def turn_end_event(turn_number: int, reason: str, token_summary: dict | None = None) -> dict:
-    """The event that closes turn turn_number, saying why, with the turn's token counts and cost if known."""
+def read_token_summary(summary) -> tuple[int, int, float]:
+    """(input tokens, output tokens, cost) of a token_summary in the design's keys or the kit's older ones.
+
+    Raises ValueError for anything else: an audit must never count a summary it cannot read as 0.
+    """
+    if not isinstance(summary, dict):
+        raise ValueError(f"token_summary must be a dict, not {type(summary).__name__}")
+    for names in (TOKEN_SUMMARY_FIELDS, KIT_TOKEN_SUMMARY_FIELDS):
+        if set(summary) == set(names):
+            tokens_in, tokens_out, cost = (summary[name] for name in names)
+            if not (_whole(tokens_in) and _whole(tokens_out)):
+                raise ValueError(f"token_summary token counts must be whole numbers >= 0: {summary!r}")
+            if not _amount(cost):
+                raise ValueError(f"token_summary cost must be a finite number >= 0: {summary!r}")
+            return tokens_in, tokens_out, cost
+    raise ValueError(f"token_summary must have exactly {', '.join(TOKEN_SUMMARY_FIELDS)} "
+                     f"(or the older {', '.join(KIT_TOKEN_SUMMARY_FIELDS)}), not {sorted(summary)}")
+
+
+def token_summary(total_input: int, total_output: int, total_cost: float) -> dict:
+    """A token_summary in the design's keys."""
+    summary = dict(zip(TOKEN_SUMMARY_FIELDS, (total_input, total_output, total_cost)))
+    read_token_summary(summary)
+    return summary
+
+
+def turn_start_event(turn_number: int, reason: str = START_USER) -> dict:
+    """The event that opens turn turn_number (1, 2, 3, ...), saying why it starts."""
+    if reason not in START_REASONS:
+        raise ValueError(f"turn_start reason must be one of {', '.join(START_REASONS)}, not {reason!r}")
+    return {"type": TYPE_TURN_START, "turn_number": _check_turn_number(turn_number), "reason": reason}
+
+
+def turn_end_event(turn_number: int, reason: str, token_summary: dict | None = None, *,
+                   unfinished_parts: Iterable[str] = ()) -> dict:
+    """The event that closes turn turn_number, saying why, with its tokens and cost if known.
+
+    A token_summary in either key set is written in the design's keys. unfinished_parts names
+    streams of the turn whose final part was never committed (their deltas are gone).
+    """
     if reason not in END_REASONS:
         raise ValueError(f"reason must be one of {', '.join(END_REASONS)}, not {reason!r}")
     event = {"type": TYPE_TURN_END, "turn_number": _check_turn_number(turn_number), "reason": reason}
     if token_summary is not None:
-        event["token_summary"] = _check_token_summary(token_summary)
+        event["token_summary"] = dict(zip(TOKEN_SUMMARY_FIELDS, read_token_summary(token_summary)))
+    parts = list(unfinished_parts)
+    if parts:
+        event["unfinished_parts"] = parts
     return event
 
 
-def start_turn(transcript: JSONLTranscript, turn_number: int) -> dict:
-    """Durably append turn_start; returns the envelope written."""
-    return transcript.append(turn_start_event(turn_number))
+def command_event(command: str) -> dict:
+    """A pause_command, resume_command or retry_command event."""
+    if command not in COMMAND_TYPES:
+        raise ValueError(f"command must be one of {', '.join(COMMAND_TYPES)}, not {command!r}")
+    return {"type": command}
+
+
+def timeout_event(limit: str, allowed: float, observed: float, *, turn_number: int | None = None,
+                  call_id: str | None = None) -> dict:
+    """The record of a limit that was reached: which, its value, what was observed, and where."""
+    if limit not in LIMITS:
+        raise ValueError(f"limit must be one of {', '.join(LIMITS)}, not {limit!r}")
+    event = {"type": TYPE_TIMEOUT, "limit": limit, "allowed": allowed, "observed": observed}
+    if turn_number is not None:
+        event["turn_number"] = _check_turn_number(turn_number)
+    if call_id is not None:
+        event["callId"] = call_id
+    return event
+
+
+def tool_result_event(call_id: str, output=None, *, error: str | None = None) -> dict:
+    """A function_call_result: success with output, or failure with error (output then says the error)."""
+    if error is not None:
+        return {"type": TYPE_FUNCTION_CALL_RESULT, "callId": call_id, "success": False, "error": error,
+                "output": f"error: {error}"}
+    return {"type": TYPE_FUNCTION_CALL_RESULT, "callId": call_id, "success": True,
+            "output": "" if output is None else output}
+
+
+def start_turn(transcript: JSONLTranscript, turn_number: int, reason: str = START_USER) -> dict:
+    """Durably append turn_start; returns the record written. (live.py checks the state first.)"""
+    return transcript.append(turn_start_event(turn_number, reason))
 
 
 def end_turn(transcript: JSONLTranscript, turn_number: int, reason: str, token_summary: dict | None = None) -> dict:
-    """Durably append turn_end; returns the envelope written."""
+    """Durably append turn_end; returns the record written. (live.py checks the state first.)"""
     return transcript.append(turn_end_event(turn_number, reason, token_summary))
 
 
@@ -127,7 +282,7 @@ def end_turn(transcript: JSONLTranscript, turn_number: int, reason: str, token_s
 
 @dataclass(frozen=True)
 class Anomaly:
-    """A marker that does not pair up, or cannot be read, and was left out of the fold."""
+    """An event the state machine has no row for, or a marker that cannot be read: left out of the fold."""
 
     sequence: int
     message: str
@@ -138,7 +293,7 @@ class Anomaly:
 
 @dataclass(frozen=True)
 class SessionStatus:
-    """The session's state folded from its turn markers, and what to do after a crash."""
+    """The session's state folded from its events, and what to do after a crash."""
 
     state: str  # one of STATES
     decision: str  # what a fresh process does now
@@ -146,76 +301,239 @@ class SessionStatus:
     last_turn: int | None  # the last turn started
     last_reason: str | None  # why the last ended turn ended
     anomalies: list = field(default_factory=list)
+    pending_calls: tuple = ()  # callIds of function calls with no result yet
 
     def __str__(self):
-        turn = f" {self.open_turn}" if self.open_turn is not None else ""
+        turn = f" {self.open_turn}" if self.open_turn is not None and self.state == RUNNING else ""
         anomalies = f" ({len(self.anomalies)} anomalies)" if self.anomalies else ""
         return f"{self.state}: {self.decision}{turn}{anomalies}"
 
 
-def _marker_problem(event: dict) -> str | None:
-    """Why a turn marker cannot be folded, or None."""
-    number = event.get("turn_number")
-    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-        return f"{event['type']} without a valid turn_number ({number!r})"
-    if event["type"] == TYPE_TURN_END and event.get("reason") not in END_REASONS:
-        return f"turn_end of turn {number} with unknown reason {event.get('reason')!r}"
+@dataclass(frozen=True)
+class PendingCall:
+    """A function_call still waiting for its result."""
+
+    call_id: str
+    name: str
+    sequence: int
+    recorded_at: datetime | None
+    turn_number: int | None
+
+
+def parse_recorded_at(value) -> datetime | None:
+    """The envelope's recorded_at as an aware datetime, or None when absent or unreadable."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def trigger_of(event: dict) -> str | None:
+    """The trigger an event is for TRANSITIONS, or None for events that do not move the state."""
+    event_type = event.get("type")
+    if event_type == TYPE_MESSAGE and event.get("role") == "user":
+        return USER_MESSAGE
+    if event_type in (TYPE_TURN_START, *COMMAND_TYPES):
+        return event_type
+    if event_type == TYPE_TURN_END:
+        return end_trigger(event.get("reason"))
+    if event_type == TYPE_TIMEOUT and event.get("limit") in SESSION_LIMITS:
+        return timeout_trigger(event["limit"])
     return None
 
 
-def session_status(events: Iterable[dict]) -> SessionStatus:
-    """Fold the turn markers of a transcript's events (oldest first) into its state.
+def _marker_problem(event: dict) -> str | None:
+    """Why a turn marker or timeout event cannot be folded, or None."""
+    event_type = event["type"]
+    if event_type == TYPE_TIMEOUT:
+        return None if event.get("limit") in LIMITS else f"timeout with unknown limit {event.get('limit')!r}"
+    number = event.get("turn_number")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        return f"{event_type} without a valid turn_number ({number!r})"
+    if event_type == TYPE_TURN_END and event.get("reason") not in END_REASONS:
+        return f"turn_end of turn {number} with unknown reason {event.get('reason')!r}"
+    if event_type == TYPE_TURN_START and "reason" in event and event["reason"] not in START_REASONS:
+        return f"turn_start of turn {number} with unknown reason {event.get('reason')!r}"
+    return None  # a turn_start without reason (written by earlier versions of the kit) is read
 
-    Markers that do not pair up are reported as anomalies: a turn_start while another turn is
-    open (that turn never ended: the new one replaces it), a turn_end with no open turn or for
-    another turn's number (ignored), a turn number that does not increase, a malformed marker.
+
+_HINTS = {ERROR: "a retry_command comes first", PAUSED: "a resume_command comes first",
+          RUNNING: "the run is still going", IDLE: "nothing is running"}
+
+
+class SessionFold:
+    """The session's state, folded one event at a time (oldest first); also what the limits need.
+
+    Besides the state it keeps: the open turn and when it started (and how long it was paused),
+    the calls waiting for a result (pending) and those already answered, how many calls the open
+    turn made, and when the session's first and last events were recorded.
     """
-    state, open_turn, last_turn, last_reason, anomalies = IDLE, None, None, None, []
-    for event in events:
-        if event["type"] not in (TYPE_TURN_START, TYPE_TURN_END):
-            continue
-        sequence, problem = event["sequence"], _marker_problem(event)
-        if problem:
-            anomalies.append(Anomaly(sequence, problem))
-            continue
-        number, starts = event["turn_number"], event["type"] == TYPE_TURN_START
-        if starts and open_turn is not None:
-            anomalies.append(Anomaly(sequence, f"turn {number} started while turn {open_turn} was open: "
-                                               f"turn {open_turn} has no turn_end"))
-        if starts and last_turn is not None and number <= last_turn:
-            anomalies.append(Anomaly(sequence, f"turn number {number} does not follow turn {last_turn}"))
-        if not starts and open_turn != number:
-            expected = f"turn {open_turn} is open" if open_turn is not None else "no turn is open"
-            anomalies.append(Anomaly(sequence, f"turn_end for turn {number} but {expected}"))
-            continue
-        state = TRANSITIONS[(state, TYPE_TURN_START if starts else event["reason"])]
-        if starts:
-            open_turn = last_turn = number
+
+    def __init__(self):
+        self.state, self.marked = IDLE, False
+        self.open_turn = self.last_turn = self.last_reason = None
+        self.anomalies = []
+        self.pending = {}  # callId -> PendingCall
+        self.answered = set()
+        self.calls_in_turn = 0
+        self.turn_started_at = self.paused_at = None
+        self.paused_seconds = 0.0
+        self.first_at = self.last_at = None
+        self.last_sequence = 0
+        self.expired_at = None  # the sequence of the event that expired the session
+
+    def copy(self) -> SessionFold:
+        """An independent copy: add events to it to see what they would do."""
+        twin = SessionFold.__new__(SessionFold)
+        twin.__dict__.update(self.__dict__)
+        twin.anomalies, twin.pending, twin.answered = list(self.anomalies), dict(self.pending), set(self.answered)
+        return twin
+
+    def add_all(self, events: Iterable[dict]) -> list[Anomaly]:
+        """Fold events in order; return the anomalies they added."""
+        found = []
+        for event in events:
+            found += self.add(event)
+        return found
+
+    def add(self, event: dict) -> list[Anomaly]:
+        """Fold one event; return the anomalies it added (none when the machine has a row for it)."""
+        before = len(self.anomalies)
+        if event.get("schema_version", SCHEMA_VERSION) > SCHEMA_VERSION:
+            return []  # a newer layout: evidence this code cannot interpret, as replay treats it
+        sequence, at = event.get("sequence", self.last_sequence + 1), parse_recorded_at(event.get("recorded_at"))
+        self.last_sequence = sequence
+        if at is not None:
+            self.first_at = self.first_at or at
+            self.last_at = at
+        event_type = event.get("type")
+        if event_type in (TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT) and (problem := _marker_problem(event)):
+            self._report(sequence, problem)
+        elif event_type == TYPE_FUNCTION_CALL:
+            self._call(event, sequence, at)
+        elif event_type == TYPE_FUNCTION_CALL_RESULT:
+            self._result(event, sequence)
         else:
-            open_turn, last_reason = None, event["reason"]
-    return SessionStatus(state, _decision(state, last_turn, last_reason), open_turn, last_turn, last_reason, anomalies)
+            self._transition(event, sequence, at)
+        return self.anomalies[before:]
+
+    def _report(self, sequence: int, message: str) -> None:
+        self.anomalies.append(Anomaly(sequence, message))
+
+    def _call(self, event: dict, sequence: int, at) -> None:
+        call_id = event["callId"]
+        if self.state == EXPIRED:
+            return self._report(sequence, f"function_call {call_id} after the session expired "
+                                          f"(event {self.expired_at}): start a new session")
+        if call_id in self.pending or call_id in self.answered:
+            return self._report(sequence, f"function_call reuses callId {call_id}")
+        self.pending[call_id] = PendingCall(call_id, event["name"], sequence, at, self.open_turn)
+        self.calls_in_turn += self.open_turn is not None
+
+    def _result(self, event: dict, sequence: int) -> None:
+        call_id = event["callId"]
+        if call_id in self.answered:
+            return self._report(sequence, f"result for {call_id}, which was already answered")
+        if call_id not in self.pending:
+            return self._report(sequence, f"result for {call_id}, which was never called")
+        del self.pending[call_id]
+        self.answered.add(call_id)
+
+    def _transition(self, event: dict, sequence: int, at) -> None:
+        trigger = trigger_of(event)
+        if trigger is None:
+            return
+        if trigger != USER_MESSAGE:
+            self.marked = True  # from the first marker or command on, the machine applies
+        elif not self.marked:
+            return  # the lesson's plain log: a user message there starts no run
+        if self.state == EXPIRED:
+            return self._after_expiry(event, trigger, sequence)
+        next_state = TRANSITIONS.get((self.state, trigger))
+        if event["type"] == TYPE_TURN_END and self.open_turn != event["turn_number"]:
+            expected = f"turn {self.open_turn} is open" if self.open_turn is not None else "no turn is open"
+            return self._report(sequence, f"turn_end for turn {event['turn_number']} but {expected}")
+        if next_state is None:
+            return self._report(sequence, f"{trigger} while {self.state}: the state machine has no such "
+                                          f"transition ({_HINTS.get(self.state, '')})")
+        if event["type"] == TYPE_TURN_START:
+            self._open_turn(event["turn_number"], sequence, at)
+        elif event["type"] == TYPE_TURN_END:
+            self.open_turn, self.last_reason, self.turn_started_at = None, event["reason"], None
+        elif event["type"] == TYPE_PAUSE:
+            self.paused_at = at
+        elif event["type"] == TYPE_RESUME and self.paused_at is not None and at is not None:
+            self.paused_seconds += (at - self.paused_at).total_seconds()
+            self.paused_at = None
+        if next_state == EXPIRED:
+            self.expired_at = sequence
+        self.state = next_state
+
+    def _open_turn(self, number: int, sequence: int, at) -> None:
+        if self.open_turn is not None:
+            self._report(sequence, f"turn {number} started while turn {self.open_turn} was open: "
+                                   f"turn {self.open_turn} has no turn_end")
+        if self.last_turn is not None and number <= self.last_turn:
+            self._report(sequence, f"turn number {number} does not follow turn {self.last_turn}")
+        self.open_turn = self.last_turn = number
+        self.turn_started_at, self.paused_at, self.paused_seconds, self.calls_in_turn = at, None, 0.0, 0
+
+    def _after_expiry(self, event: dict, trigger: str, sequence: int) -> None:
+        """Expired is terminal: work is reported; a turn_end still closes the open turn (no transition)."""
+        if trigger in WORK_TRIGGERS:
+            self._report(sequence, f"{trigger} after the session expired (event {self.expired_at}): "
+                                   f"start a new session")
+        elif event["type"] == TYPE_TURN_END and self.open_turn == event["turn_number"]:
+            self.open_turn, self.last_reason, self.turn_started_at = None, event["reason"], None
+
+    def decision(self) -> str:
+        """What a fresh process does now, by the state (and, when idle, by how the last turn ended)."""
+        if not self.marked:
+            return NO_TURN_MARKERS
+        if self.state == IDLE:
+            return DECISION_AFTER_IDLE[self.last_reason if self.last_reason in DECISION_AFTER_IDLE else None]
+        return DECISION_BY_STATE[self.state]
+
+    def status(self) -> SessionStatus:
+        """The state so far as a SessionStatus."""
+        return SessionStatus(self.state, self.decision(), self.open_turn, self.last_turn, self.last_reason,
+                             list(self.anomalies), tuple(self.pending))
 
 
-def _decision(state: str, last_turn: int | None, last_reason: str | None) -> str:
-    if last_turn is None:
-        return NO_TURN_MARKERS
-    if state == RUNNING:
-        return RERUN
-    return DECISION_BY_REASON[last_reason]
+def session_status(events: Iterable[dict]) -> SessionStatus:
+    """Fold a transcript's events (oldest first) into its state and the decision after a crash.
+
+    Events the state machine has no row for are reported as anomalies and change nothing: a
+    turn_end with no open turn or for another turn's number, a turn_start while paused or after an
+    error (a resume_command or retry_command comes first), work after the session expired, a
+    result for a call never made or already answered, a malformed marker. A turn_start while
+    another turn is open is reported (that turn never ended) and opens the new turn.
+    """
+    fold = SessionFold()
+    fold.add_all(events)
+    return fold.status()
 
 
 # --------------------------------------------------------------------------- the audit
 
 
+class AuditError(ValueError):
+    """A turn_end's token_summary cannot be read: the audit refuses to count it as 0."""
+
+
 @dataclass(frozen=True)
 class ToolCall:
-    """One function_call event: which tool, when, in which turn."""
+    """One function_call event: which tool, when, in which turn, and how it went."""
 
     sequence: int
     recorded_at: str | None
     turn_number: int | None  # the turn open at the time, None outside any turn
     name: str
     call_id: str
+    outcome: str | None = None  # "ok", "error", or None while no result was recorded
 
 
 @dataclass(frozen=True)
@@ -228,39 +546,48 @@ class Audit:
     output_tokens: int
     cost_usd: float
     tool_calls: list
-
-
-def _readable_token_summary(summary) -> dict | None:
-    """The summary if it is well formed (as turn_end_event writes it), else None: it is left out of totals."""
-    try:
-        return _check_token_summary(summary)
-    except ValueError:
-        return None
+    turns_without_token_summary: list = field(default_factory=list)  # their tokens are not in the totals
+    timeouts: dict = field(default_factory=dict)  # limit -> how many times it was reached
 
 
 def audit(events: Iterable[dict]) -> Audit:
-    """Add up the well-formed token summaries of turn_end events and list the function calls in order."""
-    reasons, tool_calls = Counter(), []
+    """Add up the token summaries of turn_end events and list the function calls in order.
+
+    Reads token_summary in the design's keys (total_input, total_output, total_cost) and in the
+    kit's older ones (input_tokens, output_tokens, cost_usd). Any other summary raises AuditError
+    naming the event: a total is never quietly short. A turn_end without a summary is listed.
+    """
+    reasons, timeouts, calls, outcomes, unsummarised = Counter(), Counter(), [], {}, []
     input_tokens = output_tokens = 0
     cost = 0.0
     open_turn = None
     for event in events:
-        if event["type"] in (TYPE_TURN_START, TYPE_TURN_END) and _marker_problem(event):
+        event_type = event["type"]
+        if event_type in (TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT) and _marker_problem(event):
             continue
-        if event["type"] == TYPE_TURN_START:
+        if event_type == TYPE_TURN_START:
             open_turn = event["turn_number"]
-        elif event["type"] == TYPE_TURN_END:
+        elif event_type == TYPE_TURN_END:
             open_turn = None
             reasons[event["reason"]] += 1
-            summary = _readable_token_summary(event.get("token_summary"))
-            if summary:
-                input_tokens += summary["input_tokens"]
-                output_tokens += summary["output_tokens"]
-                cost += summary["cost_usd"]
-        elif event["type"] == TYPE_FUNCTION_CALL:
-            tool_calls.append(ToolCall(event["sequence"], event.get("recorded_at"), open_turn, event["name"],
-                                       event["callId"]))
-    return Audit(sum(reasons.values()), dict(reasons), input_tokens, output_tokens, round(cost, 6), tool_calls)
+            if "token_summary" not in event:
+                unsummarised.append(event["turn_number"])
+                continue
+            try:
+                tokens_in, tokens_out, turn_cost = read_token_summary(event["token_summary"])
+            except ValueError as problem:
+                raise AuditError(f"event {event['sequence']} ({event.get('event_id')}): {problem}") from None
+            input_tokens, output_tokens, cost = input_tokens + tokens_in, output_tokens + tokens_out, cost + turn_cost
+        elif event_type == TYPE_TIMEOUT:
+            timeouts[event["limit"]] += 1
+        elif event_type == TYPE_FUNCTION_CALL:
+            calls.append((event["sequence"], event.get("recorded_at"), open_turn, event["name"], event["callId"]))
+        elif event_type == TYPE_FUNCTION_CALL_RESULT:
+            failed = event.get("success") is False or "error" in event
+            outcomes.setdefault(event["callId"], "error" if failed else "ok")
+    tool_calls = [ToolCall(*call, outcome=outcomes.get(call[4])) for call in calls]
+    return Audit(sum(reasons.values()), dict(reasons), input_tokens, output_tokens, round(cost, 6), tool_calls,
+                 unsummarised, dict(timeouts))
 
 
 # --------------------------------------------------------------------------- a scripted session
@@ -270,43 +597,47 @@ def _call(call_id: str, name: str, arguments: dict) -> dict:
     return {"type": TYPE_FUNCTION_CALL, "callId": call_id, "name": name, "arguments": arguments}
 
 
-def _result(call_id: str, output: str) -> dict:
-    return {"type": TYPE_FUNCTION_CALL_RESULT, "callId": call_id, "output": output}
-
-
 def _message(role: str, content: str) -> dict:
     return {"type": TYPE_MESSAGE, "role": role, "content": content}
 
 
-def _tokens(input_tokens: int, output_tokens: int, cost_usd: float) -> dict:
-    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost_usd}
-
-
-# Five turns that end in the five different ways; crashing after each prefix shows every state.
+# Six turns that reach every state: complete (idle), error, retry, pause and resume (paused),
+# user_interrupt and compaction_trigger (idle, with their decisions), and a turn that times out
+# (expired, terminal: the script ends there). Crashing after each prefix shows every state.
 TURNS_SCRIPT = (
     turn_start_event(1),
     _message("user", "test_calc.py fails: add(2, 3) returns -1. Please fix it."),
     {"type": TYPE_AI_TITLE, "title": "Fix add() and run the tests"},
     _call("call_1", "read_file", {"path": "calc.py"}),
-    _result("call_1", "def add(a, b):\n    return a - b\n"),
+    tool_result_event("call_1", "def add(a, b):\n    return a - b\n"),
     _call("call_2", "write_file", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
-    _result("call_2", "wrote 33 bytes to calc.py"),
+    tool_result_event("call_2", "wrote 33 bytes to calc.py"),
     _message("assistant", "Fixed: add() returned a - b, it now returns a + b."),
-    turn_end_event(1, REASON_COMPLETE, _tokens(1800, 240, 0.0090)),
+    turn_end_event(1, REASON_COMPLETE, token_summary(1800, 240, 0.0090)),
     turn_start_event(2),
     _message("user", "Now run the whole test suite."),
     _call("call_3", "run_tests", {}),
-    _result("call_3", "no output for 600 s: stopped"),
-    turn_end_event(2, REASON_TIMEOUT, _tokens(2100, 60, 0.0072)),
-    turn_start_event(3),
+    tool_result_event("call_3", error="the test runner crashed"),
+    turn_end_event(2, REASON_ERROR, token_summary(2100, 60, 0.0072)),
+    command_event(TYPE_RETRY),
+    turn_start_event(3, START_RETRY),
     _call("call_4", "run_tests", {"args": ["-x"]}),
-    _result("call_4", "error: the test runner crashed"),
-    turn_end_event(3, REASON_ERROR, _tokens(2300, 40, 0.0075)),
+    tool_result_event("call_4", "12 passed in 0.40s"),
+    command_event(TYPE_PAUSE),
+    command_event(TYPE_RESUME),
+    _message("assistant", "All 12 tests pass."),
+    turn_end_event(3, REASON_COMPLETE, token_summary(2300, 40, 0.0075)),
     turn_start_event(4),
     _message("user", "Summarise what you changed."),
-    turn_end_event(4, REASON_USER_INTERRUPT, _tokens(2400, 10, 0.0073)),
+    turn_end_event(4, REASON_USER_INTERRUPT, token_summary(2400, 10, 0.0073)),
     turn_start_event(5),
     _message("user", "Go on, and keep it short."),
     _message("assistant", "The context is nearly full: compacting before I answer."),
-    turn_end_event(5, REASON_COMPACTION_TRIGGER, _tokens(2500, 20, 0.0077)),
+    turn_end_event(5, REASON_COMPACTION_TRIGGER, token_summary(2500, 20, 0.0077)),
+    turn_start_event(6, START_CONTINUATION),
+    _call("call_5", "run_tests", {"args": ["--slow"]}),
+    timeout_event(TOOL_TIMEOUT, 30, 31, turn_number=6, call_id="call_5"),
+    tool_result_event("call_5", error="tool call timed out after 30 s"),
+    timeout_event(TURN_TIMEOUT, 120, 121, turn_number=6),
+    turn_end_event(6, REASON_TIMEOUT, token_summary(2600, 30, 0.0081)),
 )

@@ -6,6 +6,7 @@ from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab import KillTrial, kill_campaign, kill_summary, tally, workload_event
 from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
 from s09_jsonl_transcript.crashlab.victim import TearingFileIO
+from s09_jsonl_transcript.crashlab.workload import ALL_MODES, LIVE_MODES, MODES, expected_event, stream_pieces
 from s09_jsonl_transcript.damage import CLEAN, PARTIAL_TAIL
 
 
@@ -84,3 +85,39 @@ def test_the_kill_command_prints_a_table_and_passes(capsys):
     out = capsys.readouterr().out
     assert "lost" in out and "duplicated" in out
     assert out.strip().endswith("3 passed, 0 failed")
+
+
+def test_writers_killed_inside_a_stream_or_a_validated_commit_lose_nothing_acknowledged(tmp_path):
+    results = kill_campaign(20, seed=4, root=tmp_path, modes=LIVE_MODES)
+    assert {result.mode for result in results} == set(LIVE_MODES)
+    for result in results:
+        assert result.ok, result
+    assert sum(result.acknowledged for result in results) > 0
+    # Nearly all of a live victim's time is spent inside a stream or a validated commit: most kills land there.
+    assert sum(result.killed_inside for result in results) > 0
+    for path in tmp_path.glob("kill-*-stream.jsonl"):
+        events = JSONLTranscript(path).read_events()
+        assert all(event["part_id"] == f"part-{event['sequence']}" for event in events)  # final parts only
+        assert not [event for event in events if event["content"] in stream_pieces(event["n"])[:-1]]
+
+
+def test_validated_racers_write_batches_one_winner_at_a_time(tmp_path):
+    (result,) = kill_campaign(1, seed=9, root=tmp_path, modes=("validated",), max_delay=0.05)
+    events = JSONLTranscript(next(tmp_path.glob("kill-*.jsonl"))).read_events()
+    assert result.ok and tally(events, [], "validated").ok
+    assert [event["n"] for event in events] == list(range(1, len(events) + 1))
+
+
+def test_the_default_campaign_keeps_the_lessons_modes_and_the_full_one_adds_the_live_ones():
+    assert MODES == ("append", "batch", "repair") and ALL_MODES == MODES + ("stream", "validated")
+    assert expected_event(3, "stream") == {**workload_event(3), "part_id": "part-3"}
+    assert expected_event(3, "validated") == workload_event(3)
+    assert "".join(stream_pieces(7)) == workload_event(7)["content"]
+
+
+def test_the_kill_command_takes_modes(capsys):
+    assert crashlab_main(["kill", "--trials", "2", "--modes", "stream,validated"]) == 0
+    out = capsys.readouterr().out
+    assert "stream" in out and "validated" in out and "killed inside" in out
+    assert crashlab_main(["kill", "--trials", "1", "--modes", "teleport"]) == 2
+    assert "unknown --modes teleport" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 import os
 import sqlite3
+import time
 
 import pytest
 
@@ -13,6 +14,7 @@ from s09_jsonl_transcript.index import (
     SOURCE_SCAN,
     IndexLockedError,
     TranscriptIndex,
+    format_sessions,
     main,
     message_text,
 )
@@ -128,9 +130,48 @@ def test_search_matches_message_text_only(index):
     assert not index.search("wrote 33 bytes").rows  # only a tool result says this
 
 
-def test_blank_search_text_is_refused(index):
+def test_blank_search_text_and_a_bad_limit_are_refused(index):
     with pytest.raises(ValueError):
         index.search("  ")
+    with pytest.raises(ValueError, match="limit"):
+        index.search("fix", limit=0)
+
+
+def test_search_covers_user_and_assistant_text_only(tmp_path):
+    with JSONLTranscript.for_session(tmp_path, "w", "roles") as transcript:
+        for role in ("user", "assistant", "system", "tool"):
+            transcript.append({"type": "message", "role": role, "content": f"needle said by {role}"})
+    index = TranscriptIndex(tmp_path)
+    scanned = index.search("needle")
+    index.sync()
+    assert [hit.role for hit in index.search("needle").rows] == [hit.role for hit in scanned.rows] == [
+        "user", "assistant"]
+
+
+@pytest.fixture
+def many(tmp_path):
+    """30 messages saying 'jsonl', then 3 saying 'JSONL': a case-sensitive search must page past the first."""
+    with JSONLTranscript.for_session(tmp_path, "w", "many") as transcript:
+        for n in range(30):
+            transcript.append({"type": "message", "role": "user", "content": f"jsonl note {n}"})
+        for n in range(3):
+            transcript.append({"type": "message", "role": "assistant", "content": f"JSONL answer {n}"})
+    return TranscriptIndex(tmp_path)
+
+
+@pytest.mark.parametrize("synced", [False, True])
+def test_a_limit_cuts_the_hits_and_never_changes_which_match(many, synced):
+    if synced:
+        many.sync()
+    everything = many.search("jsonl", limit=1000)
+    assert len(everything.rows) == 33 and not everything.more
+    first = many.search("jsonl", limit=5)
+    assert first.rows == everything.rows[:5] and first.more
+    exact = many.search("JSONL", case_sensitive=True, limit=2)  # candidates paged 8 at a time
+    assert [hit.sequence for hit in exact.rows] == [31, 32] and exact.more
+    assert [hit.sequence for hit in many.search("JSONL", case_sensitive=True, limit=3).rows] == [31, 32, 33]
+    assert not many.search("JSONL", case_sensitive=True, limit=3).more
+    assert first.source == (SOURCE_INDEX if synced else SOURCE_SCAN)
 
 
 # --------------------------------------------------------------------------- titles and rebuilds
@@ -153,14 +194,79 @@ def test_deleting_the_database_and_syncing_again_gives_the_same_rows(root, index
     assert index.sessions() == sessions and index.search("the") == hits
 
 
-def test_only_the_renamed_title_is_lost_with_the_database(index):
+def test_a_renamed_title_survives_deleting_the_index(index):
     index.rename("calc", "bug-fix", "Mine")
     renamed = index.sessions().rows
     index.db_path.unlink()
+    assert index.sessions().rows == renamed  # the JSONL scan shows the user's title too
     index.sync()
-    rebuilt = index.sessions().rows
-    assert [row.title for row in rebuilt if row.session_id == "bug-fix"] == ["Fix add() in calc.py"]
-    assert [r for r in rebuilt if r.session_id != "bug-fix"] == [r for r in renamed if r.session_id != "bug-fix"]
+    assert index.sessions().rows == renamed
+    assert index.user_titles.path.name == "user-titles.sqlite3" and index.user_titles.path.is_file()
+
+
+@pytest.mark.parametrize("damage_kind", ["garbage", "schema version", "zeroed pages"])
+def test_a_corrupt_or_outdated_index_loses_no_renamed_title(index, damage_kind):
+    index.rename("calc", "bug-fix", "Mine")
+    index.rename("notes", "chat", "Why append-only?")
+    expected = index.sessions().rows
+    if damage_kind == "garbage":
+        index.db_path.write_bytes(b"not a database" * 300)
+    elif damage_kind == "schema version":
+        with sqlite3.connect(index.db_path) as connection:
+            connection.execute(f"PRAGMA user_version = {INDEX_SCHEMA_VERSION + 1}")
+    else:
+        data = bytearray(index.db_path.read_bytes())
+        data[100:] = bytes(len(data) - 100)
+        index.db_path.write_bytes(bytes(data))
+    assert index.sessions().rows == expected
+    index.sync()
+    assert index.sessions().rows == expected and index.sessions().source == SOURCE_INDEX
+
+
+def test_titles_an_index_of_schema_1_held_are_moved_out_before_it_is_rebuilt(root):
+    old = root / "index.sqlite3"
+    with sqlite3.connect(old) as connection:
+        connection.executescript("CREATE TABLE renamed_titles (workspace TEXT, session_id TEXT, title TEXT, "
+                                 "PRIMARY KEY (workspace, session_id)); PRAGMA user_version = 1;")
+        connection.execute("INSERT INTO renamed_titles VALUES ('notes', 'chat', 'Kept from schema 1')")
+    index = TranscriptIndex(root)
+    report = index.sync()
+    assert "schema version 1" in report.rebuilt_because
+    assert {row.session_id: row.title for row in index.sessions().rows}["chat"] == "Kept from schema 1"
+
+
+def test_a_damaged_user_database_is_reported_and_never_deleted(index):
+    index.rename("notes", "chat", "Mine")
+    index.user_titles.path.write_bytes(b"scribbled over" * 300)
+    answer = index.sessions()
+    assert answer.titles_problem and "user-titles.sqlite3" in answer.titles_problem
+    assert [row.session_id for row in answer.rows] == ["bug-fix", "with-turns", "chat"]  # still listed
+    index.sync()
+    assert index.user_titles.path.read_bytes() == b"scribbled over" * 300
+    assert "your renamed titles are not shown" in format_sessions(index.sessions())
+
+
+def test_both_databases_use_wal_journal_mode(index):
+    index.rename("notes", "chat", "Mine")
+    for path in (index.db_path, index.user_titles.path):
+        with sqlite3.connect(path) as connection:
+            assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_writer_waits_for_the_busy_timeout_then_gives_up(root):
+    index = TranscriptIndex(root, timeout=0.5)
+    index.sync()
+    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+        chat.append({"type": "message", "role": "user", "content": "a change to write"})
+    holder = sqlite3.connect(index.db_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another writer, in the middle of its transaction
+        started = time.monotonic()
+        with pytest.raises(IndexLockedError):
+            index.sync()
+        assert time.monotonic() - started >= 0.4
+    finally:
+        holder.close()
 
 
 def test_a_schema_version_mismatch_falls_back_then_sync_drops_and_rebuilds(index):
@@ -194,19 +300,22 @@ def test_a_missing_database_falls_back_to_the_same_answers(root):
     assert index.search("a + b").rows == scanned_hits.rows
 
 
-def test_a_locked_database_falls_back_and_sync_says_locked(index):
+def test_a_writer_in_progress_blocks_no_reader_and_sync_says_locked(root, index):
     expected_sessions, expected_hits = index.sessions().rows, index.search("fix").rows
+    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+        chat.append({"type": "message", "role": "user", "content": "a change to write"})
     holder = sqlite3.connect(index.db_path, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")  # another process in the middle of writing
         sessions, hits = index.sessions(), index.search("fix")
-        assert sessions.source == hits.source == SOURCE_SCAN and "locked" in sessions.fallback_reason
+        assert sessions.source == hits.source == SOURCE_INDEX  # WAL: readers read the last commit
         assert sessions.rows == expected_sessions and hits.rows == expected_hits
         with pytest.raises(IndexLockedError):
             index.sync()
     finally:
         holder.close()
-    assert index.sessions().source == SOURCE_INDEX and index.db_path.exists()
+    index.sync()
+    assert index.sessions().source == SOURCE_INDEX and index.sessions().rows != expected_sessions
 
 
 def test_a_corrupt_database_falls_back_and_sync_rebuilds_it(index):
@@ -240,6 +349,9 @@ def test_the_command_line_syncs_lists_searches_and_renames(root, capsys):
     assert main(["--root", str(root), "sessions"]) == 0
     listing = capsys.readouterr().out
     assert "notes/chat  Why append-only?" in listing and "calc/bug-fix  Fix add() in calc.py" in listing
+    assert main(["--root", str(root), "search", "a", "--limit", "1"]) == 0
+    limited = capsys.readouterr().out.splitlines()
+    assert len(limited) == 2 and "more hits than the limit of 1" in limited[1]
     assert main(["--root", str(root), "search", "a + b"]) == 0
     found = capsys.readouterr().out.splitlines()
     assert [line.split(" ")[:2] for line in found] == [
@@ -249,12 +361,15 @@ def test_the_command_line_syncs_lists_searches_and_renames(root, capsys):
 
 def test_the_command_line_reports_a_locked_index_with_status_1(root, capsys):
     assert main(["--root", str(root), "sync"]) == 0
+    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+        chat.append({"type": "message", "role": "user", "content": "a change to write"})
+    capsys.readouterr()
     holder = sqlite3.connect(root / "index.sqlite3", isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
         assert main(["--root", str(root), "sync"]) == 1
         assert "locked" in capsys.readouterr().err
         assert main(["--root", str(root), "sessions"]) == 0
-        assert "scanned the JSONL" in capsys.readouterr().out
+        assert "notes/chat" in capsys.readouterr().out
     finally:
         holder.close()

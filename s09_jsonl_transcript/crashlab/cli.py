@@ -20,6 +20,7 @@ from .damage_maps import ALL_BIT_MASKS, damage_campaign, damage_rows
 from .kills import kill_campaign, kill_summary
 from .powerloss import GOOD_OUTCOMES, power_loss_campaign
 from .races import race_campaign
+from .workload import ALL_MODES
 
 
 def format_table(rows: list[dict]) -> str:
@@ -55,8 +56,14 @@ def progress_bar(label: str, stream=None, width: int = 30):
 
 
 def _kill(args) -> int:
+    unknown = set(args.modes.split(",")) - set(ALL_MODES)
+    if unknown:
+        print(f"crashlab: error: unknown --modes {', '.join(sorted(unknown))} (choose from {', '.join(ALL_MODES)})",
+              file=sys.stderr)
+        return 2
     results = kill_campaign(args.trials, seed=args.seed, root=args.root, workers=args.workers,
-                            max_delay=args.max_delay_ms / 1000, progress=progress_bar("kills"))
+                            max_delay=args.max_delay_ms / 1000, progress=progress_bar("kills"),
+                            modes=tuple(args.modes.split(",")))
     print(format_table(kill_summary(results)))
     failures = [result for result in results if not result.ok]
     for result in failures[:20]:
@@ -132,6 +139,8 @@ def _parser() -> argparse.ArgumentParser:
     kill.add_argument("--workers", type=int, default=2, help="victims running at once (default 2)")
     kill.add_argument("--max-delay-ms", type=float, default=20.0, help="latest kill after the victim is ready")
     kill.add_argument("--root", help="keep the killed transcripts in this folder")
+    kill.add_argument("--modes", default=",".join(ALL_MODES),
+                      help=f"comma-separated writer modes, taking turns (default: all, {','.join(ALL_MODES)})")
     kill.set_defaults(run=_kill)
     powerloss = commands.add_parser("powerloss", help="check every state a power cut may leave")
     powerloss.add_argument("--quick", action="store_true", help="tear writes at a few edges, not at every byte")

@@ -19,7 +19,7 @@ from typing import Callable
 
 from ..code import JSONLTranscript, TranscriptCorruptionError, kill_child, start_child
 from ..damage import CLEAN, PARTIAL_TAIL
-from .workload import MODES, tally, workload_event
+from .workload import ALL_MODES, MODES, expected_event, tally
 
 ACCEPTABLE_VERDICTS = (CLEAN, PARTIAL_TAIL)
 
@@ -29,7 +29,7 @@ class KillTrial:
     """One killed writer: what it acknowledged, what a fresh reader recovered, and the verdict."""
 
     trial: int
-    mode: str  # "append", "batch" or "repair" (see crashlab/victim.py)
+    mode: str  # "append", "batch", "repair", "stream" or "validated" (see crashlab/victim.py)
     acknowledged: int  # events whose append returned before the kill
     recovered: int  # events a fresh reader returned after the kill
     lost: int  # acknowledged events missing from the file: must be 0
@@ -39,6 +39,7 @@ class KillTrial:
     partial_batches: int = 0  # batches recovered in part (some records, not all): must be 0
     integrity: bool = False  # whether the transcript carried the hash chain
     delay_ms: float = 0.0  # how long after "ready" the kill was sent
+    killed_inside: bool = False  # stream, validated: the kill landed inside a stream or a validated commit
 
     @property
     def ok(self) -> bool:
@@ -67,8 +68,8 @@ def _plans(trials: int, seed: int, max_delay: float, modes) -> list[_Plan]:
     ]
 
 
-def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None]:
-    """Start a victim, kill it after plan.delay, and return (acknowledged numbers, problem or None)."""
+def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None, bool]:
+    """Start a victim, kill it after plan.delay; return (acknowledged numbers, problem or None, killed inside)."""
     victim = start_child("s09_jsonl_transcript.crashlab.victim:main",
                          path, plan.mode, plan.seed, "1" if plan.integrity else "0")
     ready = ""
@@ -79,11 +80,12 @@ def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None]:
     finally:
         output, errors = kill_child(victim)  # SIGKILL: no cleanup, no flush, no finally block runs in the victim
     lines = (ready + output).split()
-    acknowledged = [int(line) for line in lines[1:]]
+    acknowledged = [int(line) for line in lines[1:] if line.isdigit()]
+    inside = len(lines) > 1 and lines[-1] == "begin"  # a stream or validated commit began and was not acknowledged
     if ready.strip() != "ready" or errors.strip():  # a killed victim says nothing on stderr
         last_error = errors.strip().splitlines()[-1:] or ["no output"]
-        return acknowledged, f"victim failed before the kill: {last_error[0]}"
-    return acknowledged, None
+        return acknowledged, f"victim failed before the kill: {last_error[0]}", inside
+    return acknowledged, None, inside
 
 
 def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
@@ -98,15 +100,15 @@ def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
     return read.events, PARTIAL_TAIL if read.ignored_partial_tail else CLEAN
 
 
-def _resume_problem(path: Path, integrity: bool, recovered: int) -> str | None:
+def _resume_problem(path: Path, integrity: bool, recovered: int, mode: str) -> str | None:
     """Append the next event with a fresh writer and read back; say what failed, or None."""
     try:
         with JSONLTranscript(path, integrity=integrity) as writer:
-            writer.append(workload_event(recovered + 1))
+            writer.append(expected_event(recovered + 1, mode))
         events = JSONLTranscript(path, integrity=integrity).read_events()
     except Exception as error:  # noqa: BLE001 - any failure to continue is a finding
         return f"resume failed: {type(error).__name__}: {error}"
-    if len(events) != recovered + 1 or not tally(events, []).ok:
+    if len(events) != recovered + 1 or not tally(events, [], mode).ok:
         return f"resume failed: {len(events)} events after appending to {recovered}"
     return None
 
@@ -114,16 +116,16 @@ def _resume_problem(path: Path, integrity: bool, recovered: int) -> str | None:
 def run_kill_trial(path, plan: _Plan) -> KillTrial:
     """Run one planned trial on a fresh file at path."""
     path = Path(path)
-    acknowledged, problem = _run_victim(path, plan)
+    acknowledged, problem, inside = _run_victim(path, plan)
     events, verdict = _read_verdict(path, plan.integrity)
-    counts = tally(events, acknowledged)
+    counts = tally(events, acknowledged, plan.mode)
     if problem is None and verdict in ACCEPTABLE_VERDICTS:
-        problem = _resume_problem(path, plan.integrity, counts.recovered)
+        problem = _resume_problem(path, plan.integrity, counts.recovered, plan.mode)
     return KillTrial(
         trial=plan.trial, mode=plan.mode, acknowledged=counts.acknowledged, recovered=counts.recovered,
         lost=counts.lost, duplicated=counts.duplicated, verdict=problem or verdict,
         spliced=counts.spliced, partial_batches=counts.partial_batches, integrity=plan.integrity,
-        delay_ms=round(plan.delay * 1000, 3),
+        delay_ms=round(plan.delay * 1000, 3), killed_inside=inside,
     )
 
 
@@ -131,7 +133,8 @@ def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[
                   max_delay: float = 0.02, workers: int = 2, modes=MODES) -> list[KillTrial]:
     """Kill `trials` writer processes at random moments; one KillTrial per kill, in trial order.
 
-    Modes take turns, and every other round of modes runs with the hash chain on. The plan
+    Modes take turns (by default the lesson's append, batch and repair; ALL_MODES adds the live
+    session's stream and validated), and every other round of modes runs with the hash chain on. The plan
     (mode, kill delay) depends only on seed; where the kill lands inside the victim's work
     depends on the machine's timing. Transcripts are written under root (kept) or a
     temporary folder (removed). progress(done, total) is called after each trial, from
@@ -139,9 +142,9 @@ def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[
     """
     if not isinstance(trials, int) or trials < 0:
         raise ValueError(f"trials must be a whole number >= 0, not {trials!r}")
-    unknown = set(modes) - set(MODES)
+    unknown = set(modes) - set(ALL_MODES)
     if not modes or unknown:
-        raise ValueError(f"modes must be chosen from {MODES}, not {tuple(modes)!r}")
+        raise ValueError(f"modes must be chosen from {ALL_MODES}, not {tuple(modes)!r}")
     plans = _plans(trials, seed, max_delay, tuple(modes))
     with tempfile.TemporaryDirectory(prefix="s09-kills-") as scratch:
         folder = Path(root) if root is not None else Path(scratch)
@@ -172,6 +175,7 @@ def kill_summary(results: list[KillTrial]) -> list[dict]:
             "duplicated": sum(result.duplicated for result in chosen),
             "spliced": sum(result.spliced for result in chosen),
             "partial batches": sum(result.partial_batches for result in chosen),
+            "killed inside": sum(result.killed_inside for result in chosen),
             "clean": verdicts[CLEAN],
             "torn tail": verdicts[PARTIAL_TAIL],
             "failed": verdicts["FAILED"],

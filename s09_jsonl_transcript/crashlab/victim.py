@@ -5,22 +5,32 @@
 
 It prints "ready" once it is about to append, then the number n of every event whose
 append has returned, one per line, flushed at once: the parent counts only what it
-read from this pipe as acknowledged. Modes:
+read from this pipe as acknowledged. In stream and validated modes it also prints
+"begin" when a stream or a validated commit starts, so the parent can tell a kill that
+landed inside one. Modes:
 
   append   one append per event
   batch    append_batch of 2 to 8 events (one write, one fsync)
   repair   every round, a write cut short (as by a crash) leaves a torn tail; the next
            append must repair it first. The cut may fall inside a record, between
            records of a batch, or just before the final newline.
+  stream   through a live SessionEventLog with a subscriber attached: each event is
+           streamed as deltas (memory only), then its final part is committed; a kill
+           lands in the middle of a stream, or of its commit
+  validated  two threads race through commit_validated, each trying to write the next 1
+           to 3 events as one commit if the file's last sequence is still what it saw;
+           exactly one of them wins each race
 """
 
 from __future__ import annotations
 
 import random
 import sys
+import threading
 
 from ..code import JSONLTranscript, OsFileIO, ticking_clock
-from .workload import MODES, workload_event
+from ..live import CommitRefused, SessionEventLog
+from .workload import ALL_MODES, part_id_of, stream_pieces, workload_event
 
 MAX_EVENTS = 5000  # a victim nobody kills stops here rather than fill the disk
 
@@ -43,18 +53,26 @@ class TearingFileIO(OsFileIO):
         return super().write(fd, data[:kept]) if kept else 0
 
 
+_PIPE = threading.Lock()  # two threads acknowledge in validated mode: one line each, whole
+
+
 def _acknowledge(numbers) -> None:
-    sys.stdout.write("".join(f"{n}\n" for n in numbers))
-    sys.stdout.flush()
+    with _PIPE:
+        sys.stdout.write("".join(f"{n}\n" for n in numbers))
+        sys.stdout.flush()
 
 
 def run(path: str, mode: str, seed: int, integrity: bool) -> None:
     """Append workload events to path in the given mode until MAX_EVENTS or a kill."""
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    if mode not in ALL_MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(ALL_MODES)}")
     rng = random.Random(seed)
     file_io = TearingFileIO()
     transcript = JSONLTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io)
+    if mode == "stream":
+        return _stream(SessionEventLog(transcript))
+    if mode == "validated":
+        return _race_validated(SessionEventLog(transcript), seed)
     _acknowledge(["ready"])
     n = 1
     while n <= MAX_EVENTS:
@@ -68,6 +86,46 @@ def run(path: str, mode: str, seed: int, integrity: bool) -> None:
             transcript.append(workload_event(n))
         _acknowledge(numbers)
         n = numbers[-1] + 1
+
+
+def _stream(log: SessionEventLog) -> None:
+    """Stream each event as deltas to a subscriber, then commit its final part; acknowledge the commit."""
+    subscription = log.subscribe(0)
+    _acknowledge(["ready"])
+    for n in range(1, MAX_EVENTS + 1):
+        _acknowledge(["begin"])
+        stream = log.open_stream("text", part_id_of(n))
+        for piece in stream_pieces(n):
+            stream.delta(piece)
+        stream.commit(workload_event(n))
+        _acknowledge([n])
+        subscription.poll()  # the subscriber keeps up; it dies with the process
+
+
+def _race_validated(log: SessionEventLog, seed: int) -> None:
+    """Two threads race to write the next events; a validated commit lets exactly one win each race."""
+    def racer(rng: random.Random) -> None:
+        while log.last_sequence < MAX_EVENTS:
+            first, count = log.last_sequence + 1, rng.randint(1, 3)
+
+            def build(state, first=first, count=count):
+                if state.last_sequence != first - 1:
+                    raise CommitRefused(f"event {first} was written by the other thread")
+                return [workload_event(k) for k in range(first, first + count)]
+
+            _acknowledge(["begin"])
+            try:
+                records = log.commit_validated(build)
+            except CommitRefused:
+                continue
+            _acknowledge([record["n"] for record in records])
+
+    racers = [threading.Thread(target=racer, args=(random.Random(seed + k),), daemon=True) for k in range(2)]
+    _acknowledge(["ready"])
+    for thread in racers:
+        thread.start()
+    for thread in racers:
+        thread.join()
 
 
 def _tear_one_write(transcript: JSONLTranscript, file_io: TearingFileIO, rng: random.Random, n: int) -> int:

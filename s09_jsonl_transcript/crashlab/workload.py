@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from ..code import BATCH_END_FIELD, CHAIN_FIELD, RESERVED_ENVELOPE_FIELDS, TYPE_MESSAGE
 
 _ENVELOPE = RESERVED_ENVELOPE_FIELDS | {CHAIN_FIELD}
-MODES = ("append", "batch", "repair")  # how a crash-lab writer appends (see victim.py)
+MODES = ("append", "batch", "repair")  # how a crash-lab writer appends (see victim.py); kill_campaign's default
+LIVE_MODES = ("stream", "validated")  # through a live SessionEventLog (live.py)
+ALL_MODES = MODES + LIVE_MODES  # the full campaign (python -m s09_jsonl_transcript.crashlab kill)
+STREAMING_MODES = ("stream",)  # their events are final parts of a stream: they carry its part_id
 
 
 def workload_event(n: int) -> dict:
@@ -27,6 +30,24 @@ def workload_event(n: int) -> dict:
     role = "user" if n % 2 else "assistant"
     filler = "é✓ab" * ((n * 37) % 23)
     return {"type": TYPE_MESSAGE, "role": role, "content": f"event {n} {filler}", "n": n}
+
+
+def part_id_of(n: int) -> str:
+    """The part_id of the stream whose final part is event n (stream mode)."""
+    return f"part-{n}"
+
+
+def expected_event(n: int, mode: str = "append") -> dict:
+    """What event n is on disk in this mode: the workload event, plus its part_id when it ended a stream."""
+    event = workload_event(n)
+    return {**event, "part_id": part_id_of(n)} if mode in STREAMING_MODES else event
+
+
+def stream_pieces(n: int) -> list[str]:
+    """The deltas a streaming writer sends before committing event n: its content cut into pieces."""
+    content = workload_event(n)["content"]
+    cuts = sorted({(len(content) * k) // 4 for k in range(1, 4)})
+    return [content[start:end] for start, end in zip([0, *cuts], [*cuts, len(content)]) if end > start]
 
 
 def payload_of(record: dict) -> dict:
@@ -51,17 +72,17 @@ class Tally:
         return self.lost == self.duplicated == self.spliced == self.partial_batches == 0
 
 
-def tally(events: list[dict], acknowledged) -> Tally:
+def tally(events: list[dict], acknowledged, mode: str = "append") -> Tally:
     """Compare the events a reader returned with the event numbers a writer acknowledged.
 
-    Event i of the file (sequence i) must be workload_event(i): a single writer appends
+    Event i of the file (sequence i) must be expected_event(i, mode): a single writer appends
     events 1, 2, 3, ... and a torn write is cut off before the next one is written.
     """
     acknowledged = set(acknowledged)
     numbers = [event.get("n") for event in events]
     spliced = sum(
         1 for place, event in enumerate(events, start=1)
-        if event.get("sequence") != place or payload_of(event) != workload_event(place)
+        if event.get("sequence") != place or payload_of(event) != expected_event(place, mode)
     )
     return Tally(
         acknowledged=len(acknowledged),

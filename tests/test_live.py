@@ -1,0 +1,473 @@
+"""Live sessions (live.py): committed events and deltas, cursors, subscribers, validated commits."""
+
+import json
+import threading
+
+import pytest
+
+import s09_jsonl_transcript.code as code_module
+from s09_jsonl_transcript import turns
+from s09_jsonl_transcript.code import JSONLTranscript, TranscriptCorruptionError
+from s09_jsonl_transcript.crashlab.victim import TearingFileIO
+from s09_jsonl_transcript.live import (
+    CRASH_ERROR,
+    CommitRefused,
+    Delta,
+    SessionEventLog,
+    is_delta,
+    page_back,
+    read_from,
+)
+from s09_jsonl_transcript.timeouts import ManualClock
+
+
+def message(n, role="user"):
+    return {"type": "message", "role": role, "content": f"message {n}"}
+
+
+@pytest.fixture
+def log(tmp_path):
+    with SessionEventLog.create(tmp_path / "live.jsonl", clock=ManualClock()) as opened:
+        yield opened
+
+
+def sequences(items):
+    return [item["sequence"] for item in items if not is_delta(item)]
+
+
+def file_events(log):
+    return JSONLTranscript(log.transcript.path).read_events()
+
+
+# --------------------------------------------------------------------------- 1. committed events and deltas
+
+
+def test_deltas_reach_subscribers_and_never_the_file(log):
+    log.start_turn()
+    subscription = log.subscribe(log.last_sequence)
+    before = log.transcript.path.read_bytes()
+    stream = log.open_stream("text")
+    pieces = [stream.delta(text) for text in ("Add", "ing a ", "test")]
+    assert log.transcript.path.read_bytes() == before  # not a byte written
+    assert subscription.poll() == pieces
+    assert all(piece.part_id == stream.part_id and not hasattr(piece, "sequence") for piece in pieces)
+    assert [piece.index for piece in pieces] == [0, 1, 2] and stream.text == "Adding a test"
+    record = stream.commit({"type": "message", "role": "assistant", "content": stream.text})
+    assert record["part_id"] == stream.part_id and record["content"] == "Adding a test"
+    assert subscription.poll() == [record]
+    assert file_events(log)[-1] == record
+
+
+def test_a_late_subscriber_replays_committed_events_and_no_delta(log):
+    log.start_turn()
+    stream = log.open_stream("reasoning")
+    stream.delta("thinking ")
+    stream.delta("hard")
+    stream.commit({"type": "reasoning", "content": stream.text})
+    items = log.subscribe(0).poll()
+    assert [item["type"] for item in items] == ["turn_start", "reasoning"] and not any(map(is_delta, items))
+
+
+def test_a_stream_ends_with_its_commit(log):
+    log.start_turn()
+    stream = log.open_stream("tool_progress")
+    stream.delta("10%")
+    log.record_tool_call("c1", "run_tests")
+    stream.commit({"type": "function_call_result", "callId": "c1", "output": "1 passed"})
+    with pytest.raises(RuntimeError, match="committed"):
+        stream.delta("more")
+    with pytest.raises(RuntimeError, match="committed"):
+        stream.commit({"type": "reasoning", "content": "again"})
+    assert log.open_parts() == {}
+    with pytest.raises(ValueError, match="channel"):
+        log.open_stream("video")
+
+
+def test_a_turn_cannot_complete_before_its_streams_commit_their_final_part(log):
+    log.start_turn()
+    stream = log.open_stream("text")
+    stream.delta("half a rep")
+    with pytest.raises(CommitRefused, match="part-1 has no committed final part"):
+        log.end_turn(1)
+    assert file_events(log)[-1]["type"] == "turn_start"  # nothing written
+    record = log.end_turn(1, turns.REASON_USER_INTERRUPT)
+    assert record["unfinished_parts"] == ["part-1"]  # reported, durably
+    assert stream.outcome == "unfinished" and log.open_parts() == {}
+    with pytest.raises(RuntimeError, match="unfinished"):
+        stream.delta("ly")
+
+
+def test_emit_delta_takes_only_deltas(log):
+    subscription = log.subscribe(0)
+    log.emit_delta(Delta("p", "text", "x", 0))
+    assert subscription.poll() == [Delta("p", "text", "x", 0)]
+    with pytest.raises(TypeError):
+        log.emit_delta({"type": "message"})
+
+
+# --------------------------------------------------------------------------- 2. cursors
+
+
+@pytest.fixture
+def twenty(log):
+    for n in range(1, 11):
+        log.commit(message(n))
+    log.commit_batch([message(n) for n in range(11, 16)])
+    for n in range(16, 21):
+        log.commit(message(n))
+    return log
+
+
+@pytest.mark.parametrize("cursor", [0, 1, 10, 12, 15, 19, 20])
+def test_read_from_returns_exactly_the_events_after_the_cursor(twenty, cursor):
+    expected = list(range(cursor + 1, 21))
+    assert sequences(twenty.read_from(cursor)) == expected
+    assert sequences(read_from(JSONLTranscript(twenty.transcript.path), cursor)) == expected  # any reader
+
+
+@pytest.mark.parametrize("cursor", [21, -1, 1.5, True])
+def test_a_bad_or_future_cursor_is_refused(twenty, cursor):
+    with pytest.raises(ValueError, match="cursor"):
+        twenty.read_from(cursor)
+    with pytest.raises(ValueError, match="cursor"):
+        twenty.subscribe(cursor)
+
+
+def test_paging_back_visits_every_event_once_in_order(twenty):
+    pages, before = [], None
+    while True:
+        page = twenty.page_back(6, before)
+        if not page.events:
+            break
+        pages.append(sequences(page.events))
+        assert page.has_more == (page.events[0]["sequence"] > 1)
+        before = page.cursor
+    assert pages == [[15, 16, 17, 18, 19, 20], [9, 10, 11, 12, 13, 14], [3, 4, 5, 6, 7, 8], [1, 2]]
+    assert sequences(page_back(JSONLTranscript(twenty.transcript.path), 3).events) == [18, 19, 20]
+
+
+def test_read_from_fails_closed_when_the_file_lost_events(twenty):
+    data = twenty.transcript.path.read_bytes()
+    lines = data.split(b"\n")
+    twenty.transcript.path.write_bytes(b"\n".join(lines[:5] + lines[6:]))  # event 6 removed
+    with pytest.raises(TranscriptCorruptionError):
+        twenty.read_from(2)
+
+
+@pytest.fixture
+def counting_reads(monkeypatch):
+    """Count the bytes code.py reads from files."""
+    bytes_read, real_open = [], open
+
+    class Counting:
+        def __init__(self, *args, **kwargs):
+            self.file = real_open(*args, **kwargs)
+
+        def read(self, *args):
+            data = self.file.read(*args)
+            bytes_read.append(len(data))
+            return data
+
+        def __getattr__(self, name):
+            return getattr(self.file, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+    monkeypatch.setattr(code_module, "open", Counting, raising=False)
+    return bytes_read
+
+
+def test_cursor_reads_read_what_they_return_plus_about_one_block(tmp_path, counting_reads):
+    path = tmp_path / "long.jsonl"
+    with JSONLTranscript(path) as transcript:
+        for first in range(0, 60_000, 1000):
+            transcript.append_batch({"type": "reasoning", "content": f"n{n}"} for n in range(first, first + 1000))
+    log = SessionEventLog.open(path)
+    block = 64 * 1024
+
+    counting_reads.clear()
+    events = log.read_from(59_900)
+    assert sequences(events) == list(range(59_901, 60_001))
+    returned = sum(len(json.dumps(event)) for event in events)
+    assert sum(counting_reads) <= returned + block, (sum(counting_reads), returned)
+
+    cursor = log.page_back(30_000).cursor  # half way back
+    counting_reads.clear()
+    page = log.page_back(100, cursor)
+    assert sequences(page.events) == list(range(29_901, 30_001))
+    assert sum(counting_reads) <= sum(len(json.dumps(e)) for e in page.events) + block
+    assert path.stat().st_size > 100 * sum(counting_reads)
+
+    counting_reads.clear()
+    subscription = log.subscribe(59_950)
+    assert sequences(subscription.poll()) == list(range(59_951, 60_001))
+    assert sum(counting_reads) <= block
+    log.close()
+
+
+# --------------------------------------------------------------------------- 2. subscribers
+
+
+def test_a_subscriber_gets_the_past_after_its_cursor_then_live_events_in_order(twenty):
+    subscription = twenty.subscribe(17)
+    twenty.commit(message(21))
+    stream = twenty.open_stream()
+    piece = stream.delta("live")
+    twenty.commit(message(22))
+    items = subscription.poll()
+    assert sequences(items) == [18, 19, 20, 21, 22] and items[4] == piece
+    assert subscription.cursor == 22
+
+
+def test_a_client_that_reconnects_from_its_cursor_misses_nothing_and_repeats_nothing(twenty):
+    first = twenty.subscribe(0)
+    seen = sequences(first.poll())
+    first.release()
+    twenty.commit(message(21))  # while the client is away
+    twenty.open_stream().delta("missed: deltas are not replayed")
+    twenty.commit(message(22))
+    assert first.poll() == []  # a released subscription gets nothing
+    second = twenty.subscribe(first.cursor)
+    twenty.commit(message(23))
+    seen += sequences(second.poll())
+    assert seen == list(range(1, 24))
+
+
+def test_callbacks_run_on_the_subscriptions_own_thread_in_order(twenty):
+    got, threads = [], set()
+
+    def on_event(item):
+        threads.add(threading.current_thread().name)
+        got.append(item)
+
+    subscription = twenty.subscribe(10, on_event=on_event)
+    for n in range(21, 31):
+        twenty.commit(message(n))
+    assert subscription.wait_delivered()
+    assert sequences(got) == list(range(11, 31)) and subscription.cursor == 30
+    assert threads == {subscription.name} and threading.current_thread().name not in threads
+    with pytest.raises(RuntimeError, match="pull mode"):
+        subscription.poll()
+    subscription.release()
+    twenty.commit(message(31))
+    assert sequences(got)[-1] == 30
+
+
+def test_a_failing_callback_ends_only_its_subscription(twenty):
+    def explode(item):
+        raise ValueError("the client went away")
+
+    broken, healthy = twenty.subscribe(20, on_event=explode), twenty.subscribe(20)
+    twenty.commit(message(21))
+    broken.wait_delivered()
+    twenty.commit(message(22))
+    assert broken.released and isinstance(broken.error, ValueError)
+    assert sequences(healthy.poll()) == [21, 22]
+
+
+def test_a_callback_may_commit_without_deadlocking_the_writer(log):
+    def answer(item):
+        if not is_delta(item) and item["type"] == "message" and item["role"] == "user":
+            log.commit({"type": "message", "role": "assistant", "content": "echo " + item["content"]})
+
+    subscription = log.subscribe(0, on_event=answer)
+    log.commit(message(1))
+    assert subscription.wait_delivered(timeout=10)
+    log.commit(message(2))
+    assert subscription.wait_delivered(timeout=10)
+    assert [e["content"] for e in file_events(log)][:2] == ["message 1", "echo message 1"]
+    assert len(file_events(log)) == 4
+
+
+def test_close_releases_every_subscription(tmp_path):
+    log = SessionEventLog.create(tmp_path / "s.jsonl")
+    subscriptions = [log.subscribe(0), log.subscribe(0, on_event=lambda item: None)]
+    log.close()
+    assert all(subscription.released for subscription in subscriptions)
+
+
+def test_a_subscriber_attaching_while_a_thread_appends_misses_nothing_and_repeats_nothing(tmp_path):
+    """The hand-over under concurrency: 200 attaches at random points of a stream of appends."""
+    log = SessionEventLog.create(tmp_path / "race.jsonl")
+    total, done = 2000, threading.Event()
+
+    def writer():
+        for n in range(1, total + 1):
+            if n % 7 == 0:
+                log.emit_delta(Delta("p", "text", str(n), n))
+            log.commit(message(n))
+        done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    subscriptions = []
+    while not done.is_set() and len(subscriptions) < 200:
+        cursor = log.last_sequence
+        subscriptions.append((cursor, log.subscribe(max(0, cursor - 3))))
+    thread.join()
+    assert len(subscriptions) >= 20
+    for cursor, subscription in subscriptions:
+        got = sequences(subscription.poll())
+        assert got == list(range(max(0, cursor - 3) + 1, total + 1)), (cursor, got[:5])
+    log.close()
+
+
+# --------------------------------------------------------------------------- 3. validated appends
+
+
+def test_of_eight_threads_closing_one_turn_exactly_one_wins(log):
+    log.start_turn()
+    start, outcomes = threading.Barrier(8), []
+
+    def close():
+        start.wait()
+        try:
+            log.end_turn(1)
+            outcomes.append("won")
+        except CommitRefused:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=close) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["refused"] * 7 + ["won"]
+    assert [e["type"] for e in file_events(log)] == ["turn_start", "turn_end"]
+
+
+def test_the_state_machine_refuses_what_it_has_no_row_for(log):
+    with pytest.raises(CommitRefused, match="no turn is open"):
+        log.end_turn(1)
+    log.start_turn()
+    with pytest.raises(CommitRefused, match="turn 2 started while turn 1 was open"):
+        log.start_turn()
+    with pytest.raises(CommitRefused, match="resume_command while running"):
+        log.resume()
+    log.end_turn(1, turns.REASON_ERROR)
+    with pytest.raises(CommitRefused, match="retry_command comes first"):
+        log.start_turn()
+    with pytest.raises(CommitRefused, match="a tool call needs a running turn"):
+        log.record_tool_call("c1", "read_file")
+    log.retry()
+    log.start_turn(turns.START_RETRY)
+    log.pause()
+    with pytest.raises(CommitRefused, match="user_message while paused"):
+        log.user_message("hello?")
+    log.resume()
+    assert log.status().state == turns.RUNNING and log.status().open_turn == 2
+    assert [e["type"] for e in file_events(log)] == ["turn_start", "turn_end", "retry_command", "turn_start",
+                                                   "pause_command", "resume_command"]
+
+
+def test_a_tool_result_for_an_unknown_or_answered_call_is_refused(log):
+    log.start_turn()
+    log.record_tool_call("c1", "read_file", {"path": "calc.py"})
+    with pytest.raises(CommitRefused, match="c9, which was never called"):
+        log.record_tool_result("c9", "?")
+    log.record_tool_result("c1", "def add(a, b): ...")
+    with pytest.raises(CommitRefused, match="c1, which was already answered"):
+        log.record_tool_result("c1", "again")
+    with pytest.raises(CommitRefused, match="reuses callId c1"):
+        log.record_tool_call("c1", "read_file")
+
+
+def test_a_turn_makes_at_most_its_limit_of_tool_calls(tmp_path):
+    from s09_jsonl_transcript.timeouts import Limits
+
+    log = SessionEventLog.create(tmp_path / "s.jsonl", limits=Limits(max_tool_calls_per_turn=2))
+    log.start_turn()
+    for call_id in ("c1", "c2"):
+        log.record_tool_call(call_id, "run")
+    with pytest.raises(CommitRefused, match="already made 2 tool calls"):
+        log.record_tool_call("c3", "run")
+    log.close()
+
+
+def test_after_a_crash_every_pending_call_is_answered_with_an_error_in_one_batch(tmp_path):
+    path = tmp_path / "s.jsonl"
+    with SessionEventLog.create(path, clock=ManualClock()) as before_crash:
+        before_crash.start_turn()
+        before_crash.record_tool_call("c1", "read_file")
+        before_crash.record_tool_call("c2", "run_tests")
+        before_crash.record_tool_call("c3", "write_file")
+        before_crash.record_tool_result("c2", "ok")
+    log = SessionEventLog.open(path, clock=ManualClock())  # a fresh process: the state is rebuilt
+    assert log.status().pending_calls == ("c1", "c3")
+    answers = log.answer_pending_calls()
+    assert [(a["callId"], a["error"]) for a in answers] == [("c1", CRASH_ERROR), ("c3", CRASH_ERROR)]
+    assert answers[0]["batch_end"] == answers[1]["sequence"]  # one commit
+    assert log.status().pending_calls == () and log.answer_pending_calls() == []
+    log.close()
+
+
+def test_a_refusing_builder_writes_nothing(log):
+    def refuse(state):
+        raise CommitRefused("not now")
+
+    with pytest.raises(CommitRefused, match="not now"):
+        log.commit_validated(refuse)
+    assert log.commit_validated(lambda state: None) == []
+    assert file_events(log) == []
+
+
+def test_a_validated_commit_reads_what_another_writer_added_in_between(tmp_path):
+    path, tearing = tmp_path / "s.jsonl", TearingFileIO()
+    log = SessionEventLog.create(path, file_io=tearing)
+    subscription = log.subscribe(0)
+    log.start_turn()
+    tearing.arm(0.5)
+    with pytest.raises(OSError, match="short write"):
+        log.commit(message(2))  # the transcript drops its writer: another process may write now
+    with JSONLTranscript(path) as other:
+        other.append(turns.turn_end_event(1, turns.REASON_COMPLETE))
+    with pytest.raises(CommitRefused, match="no turn is open"):  # the state checked is the file's
+        log.end_turn(1)
+    assert log.status().state == turns.IDLE
+    log.commit(message(3))
+    assert [e["type"] for e in subscription.poll()] == ["turn_start", "turn_end", "message"]
+    assert sequences(file_events(log)) == [1, 2, 3]
+    log.close()
+
+
+def test_a_fresh_log_rebuilds_the_state_from_the_file(tmp_path):
+    path = tmp_path / "s.jsonl"
+    with SessionEventLog.create(path) as first:
+        first.start_turn()
+        first.pause()
+    reopened = SessionEventLog.open(path)
+    assert (reopened.status().state, reopened.status().open_turn, reopened.last_sequence) == (turns.PAUSED, 1, 2)
+    reopened.close()
+
+
+def test_replay_keeps_working_on_a_live_sessions_file(tmp_path):
+    """Turn markers, commands, timeouts and part_ids are evidence the lesson's fold reads past."""
+    clock = ManualClock()
+    with SessionEventLog.create(tmp_path / "s.jsonl", clock=clock) as log:
+        log.start_turn()
+        log.user_message("fix add()")
+        log.record_tool_call("c1", "read_file", {"path": "calc.py"})
+        clock.advance(31)
+        log.check_timeouts()
+        log.pause()
+        log.resume()
+        stream = log.open_stream()
+        stream.delta("Done")
+        stream.commit({"type": "message", "role": "assistant", "content": "Done."})
+        log.end_turn(1, token_summary={"total_input": 10, "total_output": 2, "total_cost": 0.001})
+    transcript = JSONLTranscript(tmp_path / "s.jsonl")
+    assert transcript.replay() == [
+        {"role": "user", "content": "fix add()"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "read_file",
+                                           "input": {"path": "calc.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1",
+                                      "content": "error: tool call timed out after 30 s"}]},
+        {"role": "assistant", "content": "Done."},
+    ]
+    state = transcript.recover()
+    assert state["pending_calls"] == [] and state["total_events"] == 9
+    assert turns.session_status(transcript.read_events()).state == turns.IDLE
