@@ -141,9 +141,12 @@ def test_notebook_3_saved_damage_lab_shows_the_verdict_printed_beside_it():
     notebook = load(NOTEBOOKS / "03_partial_tail_vs_corruption.ipynb")
     models = saved_widgets(notebook, driving_cell(notebook, "lab.widget()"))
     printed = stdout(driving_cell(notebook, "lab.apply_button.click()")).splitlines()
-    verdict, description = printed[0].split(" - ")
+    applied = printed[0].split(" - ")[1]
     (picker,) = widgets_named(models, "DropdownModel")
     (position,) = widgets_named(models, "IntSliderModel")
     (result,) = widgets_named(models, "HTMLModel")
-    assert description == f"{picker['_options_labels'][picker['index']]}, line number {position['value']}"
+    assert applied == f"{picker['_options_labels'][picker['index']]}, line number {position['value']}"
+    prefix = "File restored: " if printed[-1].startswith("File restored: ") else ""
+    verdict, description = printed[-1].removeprefix(prefix).split(" - ")  # the panel shows the last one printed
+    assert result["value"].startswith(html.escape(prefix))
     assert html.escape(verdict) in result["value"] and html.escape(description) in result["value"]

@@ -221,7 +221,7 @@ class CrashPanel:
         self.report = None
         self.slider = widgets.IntSlider(value=kill_after, min=KILL_POINTS.start, max=KILL_POINTS.stop - 1,
                                         description="kill after", continuous_update=False)
-        self.tear = widgets.Checkbox(value=True, description="kill it half-way through writing the next record",
+        self.tear = widgets.Checkbox(value=True, description="kill mid-write",
                                      style={"description_width": "initial"})
         self.crash_button = widgets.Button(description="Crash now", button_style="danger",
                                            icon="bolt").add_class(MAIN_CONTROL_CLASS)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import html
 import json
-import shlex
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -206,18 +204,6 @@ def write_newer_schema_record(path, event: dict) -> dict:
     with open(path, "ab") as file:
         file.write(json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n")
     return record
-
-
-def run_command(args: list[str], folder) -> None:
-    """Run a command (grep, jq, cp ...) in folder; print it as a terminal would show it, then its output.
-
-    A failing command raises CalledProcessError with its stderr; nothing is run through a shell.
-    """
-    result = subprocess.run(args, cwd=folder, capture_output=True, text=True, check=False)
-    if result.returncode not in (0, 1) or (result.returncode == 1 and args[0] != "grep"):
-        raise subprocess.CalledProcessError(result.returncode, args, result.stdout, result.stderr)
-    print(f"$ {shlex.join(args)}")
-    print(result.stdout, end="")
 
 
 def tool_call_lines(path) -> list[str]:
