@@ -13,9 +13,12 @@ from s09_jsonl_transcript.lessons.corruption import (
     DAMAGE_TOOLS,
     MAX_ZERO_BYTES,
     DamageLab,
+    compare_readers,
+    fail_closed_report,
     line_offsets,
     plot_verdict_maps,
     skip_bad_lines_read,
+    skipping_recovery_report,
     verdict_counts,
     verdict_runs,
 )
@@ -112,6 +115,17 @@ def test_clicking_restore_puts_the_original_bytes_back(sample):
     lab.restore_button.click()
     assert sample.read_bytes() == lab.pristine
     assert "clean (5 events)" in lab.result.value
+    assert lab.result_text == "File restored: clean (5 events) - no damage"
+
+
+def test_result_text_says_in_plain_text_what_the_result_widget_shows(sample):
+    lab = DamageLab(sample)
+    assert lab.result_text in lab.result.value
+    lab.apply("delete a line", 5)
+    assert lab.result_text == "clean (4 events) - delete a line, line number 5"
+    assert "<" not in lab.result_text
+    for part in ("clean (4 events)", "delete a line, line number 5"):
+        assert part in lab.result.value
 
 
 def test_the_widget_marks_its_main_control_and_result(sample):
@@ -176,3 +190,23 @@ def test_verdict_map_plot_has_one_labelled_strip_per_map(sample):
         assert figure.get_suptitle()
     finally:
         plt.close(figure)
+
+
+def test_the_skipping_reader_reports_a_resumed_session_where_the_strict_one_stops(sample, tmp_path):
+    starts = line_offsets(sample.read_bytes())
+    pristine = sample.read_bytes()
+    rows = compare_readers(pristine, sample.name, tmp_path / "readers", [("delete a line", 4),
+                                                                          ("flip a byte", starts[4])])
+    assert sample.read_bytes() == pristine  # only copies were damaged
+    assert (tmp_path / "readers" / "copy-1" / sample.name).read_bytes().count(b"\n") == 4
+    (deleted, skip_deleted, strict_deleted), (flipped, skip_flipped, strict_flipped) = rows
+    assert deleted == "delete a line, line number 4"
+    assert skip_deleted.startswith("resumed: 4 events (sequences [1, 2, 3, 5])")
+    assert strict_deleted == "stops: TranscriptCorruptionError at line 4: expected sequence 4, got 5"
+    assert skip_flipped.endswith("pending tool calls ['call_1']")  # the result was lost: the call looks unanswered
+    assert strict_flipped.startswith("stops: TranscriptCorruptionError at line 5")
+
+
+def test_on_an_undamaged_file_both_readers_resume_the_same_session(sample):
+    assert skipping_recovery_report(sample).startswith("resumed: 5 events")
+    assert fail_closed_report(sample) == "resumed: 5 events, 3 messages, pending tool calls []"

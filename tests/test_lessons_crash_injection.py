@@ -4,11 +4,14 @@ import matplotlib
 
 matplotlib.use("Agg")  # plain pytest module: no display, no inline backend
 
+import json
+import threading
+
 import pytest
 from matplotlib.figure import Figure
 
 from s09_jsonl_transcript import damage
-from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, simulate_agent_crash
+from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, run_agent, simulate_agent_crash, ticking_clock
 from s09_jsonl_transcript.crashlab import KillTrial
 from s09_jsonl_transcript.lessons.crash_injection import (
     KILL_POINTS,
@@ -22,6 +25,9 @@ from s09_jsonl_transcript.lessons.crash_injection import (
     disk_listing,
     draw_campaign,
     draw_crash,
+    intended_record,
+    is_plain_data,
+    rebuilt_state_rows,
 )
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 
@@ -41,20 +47,64 @@ def test_a_killed_agent_keeps_every_acknowledged_event(tmp_path, kill_after):
     assert report.real_kill
     assert report.acknowledged == tuple(range(1, kill_after + 1))
     assert report.recovered == report.acknowledged == tuple(complete_sequences(path))
-    assert report.torn_fragment == b"" and path.read_bytes().endswith(b"\n")
+    assert report.partial_tail == b"" and path.read_bytes().endswith(b"\n")
     assert report.lost == () and report.verdict.startswith("nothing acknowledged was lost")
     assert damage.verdict(path).kind == damage.CLEAN
 
 
 @needs_sigkill
-def test_a_kill_mid_record_leaves_a_torn_tail_that_replay_ignores(tmp_path):
+def test_a_kill_mid_record_leaves_a_partial_tail_that_replay_ignores(tmp_path):
     path = tmp_path / "crash.jsonl"
     report = crash_and_recover(path, 5, tear=True)
     data = path.read_bytes()
-    assert report.torn_fragment and data.endswith(report.torn_fragment) and not data.endswith(b"\n")
+    assert report.partial_tail and data.endswith(report.partial_tail) and not data.endswith(b"\n")
     assert report.complete_lines == data.count(b"\n") == 5
     assert report.recovered == report.acknowledged == (1, 2, 3, 4, 5)
     assert damage.verdict(path).kind == damage.PARTIAL_TAIL
+
+
+@needs_sigkill
+def test_the_partial_tail_is_the_first_half_of_the_enveloped_record_append_was_writing(tmp_path):
+    path = tmp_path / "crash.jsonl"
+    report = crash_and_recover(path, 8, tear=True)
+    whole = intended_record(path, 9)
+    assert report.partial_tail == whole[: len(whole) // 2]
+    assert report.partial_tail.startswith(b'{"schema_version":1,"sequence":9,"event_id":"transcript:crash:9"')
+    assert json.loads(whole)["type"] == MockLLM().script[8]["type"]
+
+
+@needs_sigkill
+def test_the_same_crash_writes_the_same_bytes_every_time(tmp_path):
+    first, second = tmp_path / "a" / "crash.jsonl", tmp_path / "b" / "crash.jsonl"
+    for path in (first, second):
+        path.parent.mkdir()
+        crash_and_recover(path, 6, tear=True)
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_intended_record_is_the_line_the_agent_loop_writes(tmp_path):
+    path = tmp_path / "session.jsonl"
+    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+        run_agent(transcript, MockLLM())
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert [intended_record(tmp_path / "elsewhere" / "session.jsonl", n) for n in (1, 12)] == [lines[0], lines[11]]
+
+
+def test_the_rebuilt_state_is_plain_data_and_every_field_is_listed(tmp_path):
+    path = tmp_path / "simulated.jsonl"
+    simulate_agent_crash(path, 8, tear=True)
+    state = JSONLTranscript(path).replay_state()
+    rows = rebuilt_state_rows(state)
+    assert [row[0] for row in rows] == list(vars(state)) and all(row[3] for row in rows)
+    assert dict((row[0], row[2]) for row in rows)["pending_calls"] == "['call_2']"
+    assert is_plain_data(vars(state))
+
+
+def test_plain_data_check_can_fail():
+    assert not is_plain_data({"client": object()})
+    assert not is_plain_data([threading.Lock()])
+    assert not is_plain_data({1: "a key that is not a string"})
+    assert is_plain_data({"a": [1, 2.5, None, True, "x", {"b": []}]})
 
 
 @needs_sigkill
@@ -74,7 +124,7 @@ def test_the_simulated_crash_leaves_the_same_kind_of_file(tmp_path):
         assert writer.append({"type": "message", "role": "user", "content": "again"})["sequence"] == 6
 
 
-def test_the_next_append_cuts_off_the_torn_tail(tmp_path):
+def test_the_next_append_cuts_off_the_partial_tail(tmp_path):
     path = tmp_path / "simulated.jsonl"
     simulate_agent_crash(path, 3, tear=True)
     fragment = path.read_bytes()[path.read_bytes().rfind(b"\n") + 1:]
@@ -109,28 +159,28 @@ def test_a_report_names_acknowledged_events_that_were_lost():
     assert report.lost == (3,) and report.verdict.startswith("LOST")
 
 
-def test_disk_listing_shows_each_complete_line_and_the_torn_fragment(tmp_path):
+def test_disk_listing_shows_each_complete_line_and_the_partial_tail(tmp_path):
     path = tmp_path / "simulated.jsonl"
     simulate_agent_crash(path, 2, tear=True)
     rows = disk_listing(path).splitlines()
     fragment = path.read_bytes().split(b"\n")[-1]
     assert len(rows) == 3 and "sequence  2" in rows[1]
-    assert rows[2].startswith("line  3  TORN") and f"{len(fragment)} bytes" in rows[2]
+    assert rows[2].startswith("line  3  partial tail") and f"{len(fragment)} bytes" in rows[2]
 
 
 def test_crash_plot_draws_one_box_per_event_on_each_side_and_the_fragment():
     fig = draw_crash(Figure(), report_with([1, 2, 3], [1, 2], 3, fragment=b'{"ty'))
     ax = fig.axes[0]
     solid = [bar for bar in ax.patches if not bar.get_hatch()]
-    torn = [bar for bar in ax.patches if bar.get_hatch()]
+    tail = [bar for bar in ax.patches if bar.get_hatch()]
     rows = [round(bar.get_y() + bar.get_height() / 2) for bar in solid]
     assert (rows.count(0), rows.count(1), rows.count(2)) == (3, 3, 2)
-    assert len(torn) == 1 and round(torn[0].get_x() + torn[0].get_width() / 2) == 4
+    assert len(tail) == 1 and round(tail[0].get_x() + tail[0].get_width() / 2) == 4
     assert [tuple(point) for point in ax.collections[0].get_offsets()] == [(3, 2)]  # the lost event
     assert ax.get_title() and ax.get_xlabel() and ax.get_legend() is not None
 
 
-def test_crash_plot_without_a_fragment_has_no_torn_box():
+def test_crash_plot_without_a_partial_tail_has_no_hatched_box():
     fig = draw_crash(Figure(), report_with([1, 2], [1, 2], 2))
     assert not [bar for bar in fig.axes[0].patches if bar.get_hatch()]
 
@@ -151,7 +201,7 @@ def test_crash_panel_crashes_a_new_agent_at_the_slider_point(tmp_path):
     panel.crash_button.click()
     second = tmp_path / "crash-2.jsonl"
     assert complete_sequences(second) == [1, 2] and second.read_bytes().endswith(b"\n")
-    assert "(2 of 2" in panel.result.value and "torn fragment:          none" in panel.result.value
+    assert "(2 of 2" in panel.result.value and "partial tail:           none" in panel.result.value
 
 
 def trial(number, acknowledged, recovered, lost=0):

@@ -4,6 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # plain pytest module: no display, no inline backend
 
+import json
+
 import pytest
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
@@ -12,6 +14,7 @@ from s09_jsonl_transcript import damage
 from s09_jsonl_transcript.code import (
     BATCH_END_FIELD,
     RESERVED_ENVELOPE_FIELDS,
+    SCHEMA_VERSION,
     JSONLTranscript,
     MockLLM,
     run_agent,
@@ -21,14 +24,23 @@ from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLAS
 from s09_jsonl_transcript.lessons.growth import (
     ENVELOPE_FIELD_MEANINGS,
     METADATA_DESTINATIONS,
+    NOT_RECORDED,
+    WRITE_PATH_BOXES,
+    WRITE_PATH_STEPS,
+    WRITE_PATH_TITLE,
     EventStepper,
     StepperPanel,
     draw_growth,
     draw_message_mapping,
+    draw_write_path,
     envelope_html,
     file_listing_html,
     growth_of,
     message_label,
+    replay_questions,
+    save_final_answer_only,
+    tool_call_lines,
+    write_newer_schema_record,
 )
 from s09_jsonl_transcript.lessons.style import EVENT_COLORS
 
@@ -102,7 +114,7 @@ def test_growth_matches_the_file_measured_after_each_append(stepper):
     assert [point.line_bytes for point in growth] == [b - a for a, b in zip([0, *sizes], sizes)]
 
 
-def test_growth_leaves_out_a_torn_tail(stepper):
+def test_growth_leaves_out_a_partial_tail(stepper):
     stepper.advance_to(5)
     before = growth_of(stepper.path)
     damage.append_zeros(stepper.path, 20)
@@ -122,14 +134,14 @@ def test_listing_highlights_only_the_newest_line(stepper):
     assert "3 lines" in listing
 
 
-def test_listing_escapes_the_file_and_marks_a_torn_tail(tmp_path):
+def test_listing_escapes_the_file_and_marks_a_partial_tail(tmp_path):
     path = tmp_path / "session.jsonl"
     with JSONLTranscript(path, clock=ticking_clock()) as transcript:
         transcript.append({"type": "message", "role": "user", "content": "<script>alert(1)</script>"})
     damage.append_zeros(path, 4)
     listing = file_listing_html(path)
     assert "<script>" not in listing and "&lt;script&gt;" in listing
-    assert "torn" in listing and "newest" not in listing
+    assert "partial tail" in listing and "newest" not in listing
 
 
 def test_listing_of_an_empty_transcript_says_so(tmp_path):
@@ -228,3 +240,42 @@ def test_next_button_is_disabled_once_the_session_is_over(panel):
     assert panel.next_button.disabled and "over" in panel.status.value
     panel.reset_button.click()
     assert not panel.next_button.disabled
+
+
+def test_a_newer_schema_record_is_kept_as_evidence_and_never_becomes_a_message(bug_fix):
+    before = bug_fix.recover()
+    record = write_newer_schema_record(bug_fix.path, {"type": "plan", "steps": ["read", "fix"]})
+    assert record["schema_version"] == SCHEMA_VERSION + 1 and record["sequence"] == 13
+    after = JSONLTranscript(bug_fix.path).recover()
+    assert after["unknown_schema_events"] == 1 and after["total_events"] == 13
+    assert after["messages"] == before["messages"]
+    assert JSONLTranscript(bug_fix.path).read_events()[-1] == record
+    with JSONLTranscript(bug_fix.path, clock=ticking_clock()) as writer:  # this code appends after it
+        assert writer.append({"type": "message", "role": "user", "content": "go on"})["sequence"] == 14
+
+
+def test_tool_call_lines_are_the_calls_as_compact_json(bug_fix):
+    lines = tool_call_lines(bug_fix.path)
+    assert [json.loads(line)["name"] for line in lines] == ["read_file", "write_file", "run_tests"]
+    assert lines[0] == '{"sequence":4,"name":"read_file","arguments":{"path":"calc.py"}}'
+
+
+def test_the_final_answer_alone_cannot_replay_the_tools_or_the_error(bug_fix, tmp_path):
+    events = bug_fix.read_events()
+    final = save_final_answer_only(events, tmp_path / "final" / "session.jsonl").read_events()
+    assert [event["content"] for event in final] == [events[-1]["content"]]
+    rows = replay_questions(events, final)
+    assert all(full != NOT_RECORDED for _, full, _ in rows[:-1])
+    assert all(kept == NOT_RECORDED for _, _, kept in rows[:-1])
+    assert "add(2, 3) returns -1" in rows[0][1] and "return a - b" in rows[2][1]
+    assert "read_file(path='calc.py')" in rows[1][1] and "run_tests()" in rows[1][1]
+    assert rows[-1][1:] == ("9", "1")
+
+
+def test_write_path_picture_names_each_stage_and_the_durable_boundary():
+    fig = draw_write_path(Figure())
+    texts = [text.get_text() for text in fig.axes[0].texts]
+    assert all(name in texts for name, _ in WRITE_PATH_BOXES)
+    assert all(step in texts for step in WRITE_PATH_STEPS)
+    assert any("durable boundary" in text for text in texts)
+    assert fig.axes[0].get_title() == WRITE_PATH_TITLE

@@ -1,7 +1,8 @@
 """Notebook 3 (partial tail vs mid-file corruption): damage tools by name, verdict maps, the damage widget.
 
 The damage itself and the verdicts come from `s09_jsonl_transcript.damage`; this module names the
-tools for a picker, draws the verdict maps and wires the widget.
+tools for a picker, draws the verdict maps, wires the widget, and sets a reader that skips bad lines
+beside the lesson's fail-closed reader.
 """
 
 from __future__ import annotations
@@ -18,14 +19,20 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
 from .. import damage
-from ..code import JSONLTranscript
+from ..code import (
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    JSONLTranscript,
+    TranscriptCorruptionError,
+    event_to_message,
+)
 from .style import OKABE_ITO, VERDICT_COLORS
 
 MAX_ZERO_BYTES = 64  # the widest zero-filled tail the widget offers
 
 
 def line_offsets(data: bytes) -> list[int]:
-    """The byte offset at which each line of data starts (an unterminated last line included)."""
+    """The byte offset at which each line of data starts (a last line with no newline included)."""
     offsets, start = [], 0
     while start < len(data):
         offsets.append(start)
@@ -74,10 +81,10 @@ DAMAGE_TOOLS = {
 
 
 def skip_bad_lines_read(path) -> list[dict]:
-    """What a fail-open reader returns: every line that parses as a JSON object; the rest are skipped silently.
+    """What a reader that skips bad lines returns: every line that parses as a JSON object; the rest are dropped.
 
-    This is the policy of agent CLIs that resume from any readable lines. It is here to be contrasted
-    with JSONLTranscript.read_events, which stops at the first damaged complete line.
+    This is the other possible design (resume from whatever can be read). It is here to be set beside
+    JSONLTranscript.read_events, which stops at the first damaged complete line.
     """
     events = []
     for raw in Path(path).read_bytes().split(b"\n"):
@@ -88,6 +95,44 @@ def skip_bad_lines_read(path) -> list[dict]:
         if isinstance(value, dict):
             events.append(value)
     return events
+
+
+def skipping_recovery_report(path) -> str:
+    """What a runtime built on skip_bad_lines_read would report after a crash: always a resumed session."""
+    events = skip_bad_lines_read(path)
+    messages = [message for message in map(event_to_message, events) if message is not None]
+    answered = {event.get("callId") for event in events if event.get("type") == TYPE_FUNCTION_CALL_RESULT}
+    pending = [event.get("callId") for event in events
+               if event.get("type") == TYPE_FUNCTION_CALL and event.get("callId") not in answered]
+    sequences = [event.get("sequence") for event in events]
+    return (f"resumed: {len(events)} events (sequences {sequences}), {len(messages)} messages, "
+            f"pending tool calls {pending}")
+
+
+def fail_closed_report(path) -> str:
+    """What the lesson's reader says about the same file: a resumed session, or the damaged line and a stop."""
+    try:
+        state = JSONLTranscript(path).recover()
+    except TranscriptCorruptionError as error:
+        return f"stops: TranscriptCorruptionError at line {error.line_number}: {error.reason}"
+    pending = [call["callId"] for call in state["pending_calls"]]
+    return f"resumed: {state['total_events']} events, {state['message_count']} messages, pending tool calls {pending}"
+
+
+def compare_readers(data: bytes, file_name: str, folder, damages) -> list[tuple[str, str, str]]:
+    """Per (damage name, position): write data to a new file, damage it, then ask both readers.
+
+    Each file goes to its own subfolder of folder under file_name (the name is the session id).
+    """
+    rows = []
+    for number, (name, position) in enumerate(damages, start=1):
+        copy = Path(folder) / f"copy-{number}" / file_name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(data)
+        DAMAGE_TOOLS[name].apply(copy, position)
+        rows.append((f"{name}, {DAMAGE_TOOLS[name].unit} {position}", skipping_recovery_report(copy),
+                     fail_closed_report(copy)))
+    return rows
 
 
 def verdict_counts(verdicts) -> dict[str, int]:
@@ -170,7 +215,8 @@ class DamageLab:
         self.apply_button = widgets.Button(description="Apply damage", button_style="warning")
         self.apply_button.add_class("s09-main-control")
         self.restore_button = widgets.Button(description="Restore file")
-        self.result = widgets.HTML("No damage applied yet.")
+        self.result_text = "No damage applied yet."  # what the result widget says, as plain text
+        self.result = widgets.HTML(html.escape(self.result_text))
         self.result.add_class("s09-result")
         self.picker.observe(lambda change: self._fit_slider(change["new"]), names="value")
         self.apply_button.on_click(lambda _button: self.apply(self.picker.value, self.position.value))
@@ -197,14 +243,17 @@ class DamageLab:
         self.path.write_bytes(self.pristine)
         tool.apply(self.path, position)
         found = damage.verdict(self.path, self.reference, integrity=self.integrity)
-        self.result.value = verdict_html(found, f"{name}, {tool.unit} {position}")
+        self._show(found, f"{name}, {tool.unit} {position}")
         return found
+
+    def _show(self, found: damage.Verdict, description: str, prefix: str = "") -> None:
+        self.result_text = f"{prefix}{found} - {description}"
+        self.result.value = html.escape(prefix) + verdict_html(found, description)
 
     def restore(self) -> None:
         """Put the undamaged bytes back."""
         self.path.write_bytes(self.pristine)
-        self.result.value = "File restored: " + verdict_html(
-            damage.verdict(self.path, self.reference, integrity=self.integrity), "no damage")
+        self._show(damage.verdict(self.path, self.reference, integrity=self.integrity), "no damage", "File restored: ")
 
     def widget(self) -> widgets.VBox:
         """The controls and the result, ready to display."""

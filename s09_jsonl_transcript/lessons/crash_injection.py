@@ -1,8 +1,10 @@
 """Notebook 2, crash injection: kill a real agent process, recover with a fresh one, compare.
 
 The agent runs in a child process (code.py's crash_agent_in_child) and is killed with SIGKILL
-after a chosen number of acknowledged appends, optionally while half of its next record is on
-disk. Where SIGKILL does not exist the same steps are simulated in this process.
+after a chosen number of acknowledged appends, optionally while its next append is stopped half-way
+through its write (half of the enveloped record on disk: a partial tail). Where SIGKILL does not
+exist the same steps are simulated in this process. The agent's clock ticks (ticking_clock), so
+every crash of the same kind writes the same bytes.
 """
 
 from __future__ import annotations
@@ -10,20 +12,29 @@ from __future__ import annotations
 import html
 import json
 import signal
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from ..code import JSONLTranscript, MockLLM, crash_agent_in_child, simulate_agent_crash, ticking_clock
+from ..code import (
+    JSONLTranscript,
+    MockLLM,
+    ReplayState,
+    crash_agent_in_child,
+    run_agent,
+    simulate_agent_crash,
+    ticking_clock,
+)
 from ..crashlab import KillTrial, kill_campaign, kill_summary
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
 from .style import OKABE_ITO
 
 SIGKILL_AVAILABLE = hasattr(signal, "SIGKILL")
 SCRIPT_LENGTH = len(MockLLM())
-# The agent can be killed after 1 .. SCRIPT_LENGTH - 1 appends: a next record must exist to tear.
+# The agent can be killed after 1 .. SCRIPT_LENGTH - 1 appends: a next record must exist to cut in half.
 KILL_POINTS = range(1, SCRIPT_LENGTH)
 
 _ROW_COLORS = {
@@ -42,7 +53,7 @@ class CrashReport:
     real_kill: bool  # False when the crash was simulated (no SIGKILL on this system)
     acknowledged: tuple  # sequences whose append had returned before the kill
     complete_lines: int  # newline-terminated lines that survived
-    torn_fragment: bytes  # the unterminated bytes at the end of the file (b"" when none)
+    partial_tail: bytes  # the bytes after the last newline: half of the record being written (b"" when none)
     recovered: tuple  # sequences a fresh JSONLTranscript read back
     messages: int  # chat messages the fresh process rebuilt
     pending_calls: tuple  # callIds of tool calls the dead agent never answered
@@ -72,9 +83,9 @@ def crash_and_recover(path, kill_after: int, *, tear: bool = True) -> CrashRepor
         raise ValueError(f"kill_after must be a whole number from {KILL_POINTS.start} to "
                          f"{KILL_POINTS.stop - 1}, not {kill_after!r}")
     if SIGKILL_AVAILABLE:
-        acknowledged = crash_agent_in_child(path, kill_after, tear=tear)
+        acknowledged = crash_agent_in_child(path, kill_after, tear=tear, ticking=True)
     else:
-        acknowledged = simulate_agent_crash(path, kill_after, tear)
+        acknowledged = simulate_agent_crash(path, kill_after, tear, ticking=True)
     data = path.read_bytes()
     survivor = JSONLTranscript(path)  # the replacement process: it only has the file
     state = survivor.recover()
@@ -84,7 +95,7 @@ def crash_and_recover(path, kill_after: int, *, tear: bool = True) -> CrashRepor
         real_kill=SIGKILL_AVAILABLE,
         acknowledged=tuple(acknowledged),
         complete_lines=data.count(b"\n"),
-        torn_fragment=data[data.rfind(b"\n") + 1:],
+        partial_tail=data[data.rfind(b"\n") + 1:],
         recovered=tuple(event["sequence"] for event in survivor.read_events()),
         messages=state["message_count"],
         pending_calls=tuple(call["callId"] for call in state["pending_calls"]),
@@ -92,33 +103,77 @@ def crash_and_recover(path, kill_after: int, *, tear: bool = True) -> CrashRepor
 
 
 def disk_listing(path) -> str:
-    """What is on disk, one line per record: sequence and type of each complete line, then any torn tail.
-
-    Timestamps are left out: the child process records real time.
-    """
+    """What is on disk, one line per record: sequence and type of each complete line, then any partial tail."""
     *lines, fragment = Path(path).read_bytes().split(b"\n")
     rows = []
     for number, raw in enumerate(lines, start=1):
         record = json.loads(raw)
-        rows.append(f"line {number:>2}  complete  sequence {record['sequence']:>2}  {record['type']}")
+        rows.append(f"line {number:>2}  complete      sequence {record['sequence']:>2}  {record['type']}")
     if fragment:
-        rows.append(f"line {len(lines) + 1:>2}  TORN      {len(fragment)} bytes, no newline: {fragment!r}")
+        rows.append(f"line {len(lines) + 1:>2}  partial tail  {len(fragment)} bytes, no newline: {fragment!r}")
     return "\n".join(rows)
+
+
+def intended_record(path, sequence: int) -> bytes:
+    """The whole line (newline included) that the agent's append of event `sequence` writes to this file.
+
+    Made by running the same script with the same ticking clock into a scratch file of the same
+    name (the name is the session id): the partial tail a crash leaves is the first half of it.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        with JSONLTranscript(Path(scratch) / Path(path).name, clock=ticking_clock()) as transcript:
+            run_agent(transcript, MockLLM())
+            return transcript.path.read_bytes().split(b"\n")[sequence - 1] + b"\n"
 
 
 def describe_crash(report: CrashReport) -> str:
     """The crash report as plain text."""
     how = "SIGKILL to a real child process" if report.real_kill else "simulated in this process (no SIGKILL here)"
-    fragment = f"{len(report.torn_fragment)} bytes, never acknowledged" if report.torn_fragment else "none"
+    tail = f"{len(report.partial_tail)} bytes, never acknowledged" if report.partial_tail else "none"
     return "\n".join([
         f"crash:                  {how}, after {report.kill_after} acknowledged appends",
         f"acknowledged (dead):    sequences {list(report.acknowledged)}",
         f"complete lines on disk: {report.complete_lines}",
-        f"torn fragment:          {fragment}",
+        f"partial tail:           {tail}",
         f"recovered (fresh):      sequences {list(report.recovered)}",
         f"rebuilt state:          {report.messages} messages, pending tool calls {list(report.pending_calls)}",
         f"verdict:                {report.verdict}",
     ])
+
+
+STATE_FIELD_MEANINGS = {
+    "messages": "chat messages, ready to send to a model",
+    "title": "the session's title",
+    "file_snapshots": "file snapshots, in order",
+    "total_events": "events read",
+    "reasoning_count": "reasoning events seen",
+    "next_sequence": "the sequence the next append will take",
+    "ignored_partial_tail": "whether a partial tail was left out",
+    "pending_calls": "tool calls still waiting for a result",
+    "unknown_schema_events": "records of a newer schema, kept as evidence",
+}
+
+
+def rebuilt_state_rows(state: ReplayState) -> list[tuple[str, str, str, str]]:
+    """Every field of a rebuilt ReplayState: its name, the type of its value, a short value, what it is.
+
+    Every value is plain data (lists, dicts, strings, numbers, booleans) read from the file.
+    """
+    rows = []
+    for name, value in vars(state).items():
+        shown = (f"{len(value)} items" if isinstance(value, list) and name != "pending_calls"
+                 else repr([call["callId"] for call in value]) if name == "pending_calls" else repr(value))
+        rows.append((name, type(value).__name__, shown, STATE_FIELD_MEANINGS.get(name, "")))
+    return rows
+
+
+def is_plain_data(value) -> bool:
+    """True when value is built only of JSON-like data: nothing live (no client, lock, socket, flag object)."""
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and is_plain_data(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(is_plain_data(item) for item in value)
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def crash_html(report: CrashReport) -> str:
@@ -140,9 +195,9 @@ def draw_crash(fig: Figure, report: CrashReport) -> Figure:
     for row, (name, sequences) in enumerate(rows.items()):
         ax.barh([row] * len(sequences), 0.85, left=[s - 0.425 for s in sequences], height=0.6,
                 color=_ROW_COLORS[name], edgecolor="black", linewidth=0.5, label=name)
-    if report.torn_fragment:
+    if report.partial_tail:
         ax.barh(1, 0.85, left=report.complete_lines + 1 - 0.425, height=0.6, color="white",
-                edgecolor=OKABE_ITO["orange"], hatch="///", label="torn half record (no newline)")
+                edgecolor=OKABE_ITO["orange"], hatch="///", label="partial tail (half a record)")
     if report.lost:
         ax.scatter(report.lost, [2] * len(report.lost), marker="x", s=120, color=OKABE_ITO["vermillion"],
                    label="acknowledged but lost", zorder=3)
@@ -158,7 +213,7 @@ def draw_crash(fig: Figure, report: CrashReport) -> Figure:
 
 
 class CrashPanel:
-    """A slider for the kill point, a tear checkbox and a "Crash now" button; each crash gets its own file."""
+    """A slider for the kill point, a "half-way" checkbox and a "Crash now" button; each crash gets its own file."""
 
     def __init__(self, folder, kill_after: int = 5):
         self.folder = Path(folder)
@@ -166,7 +221,7 @@ class CrashPanel:
         self.report = None
         self.slider = widgets.IntSlider(value=kill_after, min=KILL_POINTS.start, max=KILL_POINTS.stop - 1,
                                         description="kill after", continuous_update=False)
-        self.tear = widgets.Checkbox(value=True, description="tear the next record in half first",
+        self.tear = widgets.Checkbox(value=True, description="kill mid-write",
                                      style={"description_width": "initial"})
         self.crash_button = widgets.Button(description="Crash now", button_style="danger",
                                            icon="bolt").add_class(MAIN_CONTROL_CLASS)
@@ -189,7 +244,7 @@ class CrashPanel:
 def continue_after_crash(path, content: str = "Please go on.") -> dict:
     """A replacement agent appends one user message to a crashed transcript; returns the envelope.
 
-    Its first append cuts off a torn fragment before writing, so the file is whole again.
+    Its first append cuts off a partial tail before writing, so the file is whole again.
     """
     with JSONLTranscript(path, clock=ticking_clock()) as transcript:
         return transcript.append({"type": "message", "role": "user", "content": content})

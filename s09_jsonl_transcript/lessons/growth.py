@@ -1,28 +1,35 @@
 """Notebook 1, events on disk: step MockLLM through a JSONLTranscript and watch the file grow.
 
 The stepper appends one event per call; the views read everything back from the file itself,
-so what the notebook shows is what a fresh process would find on disk.
+so what the notebook shows is what a fresh process would find on disk. Also here: the picture of
+the write path (process, page cache, disk), a record written by a newer version of the code, and
+the common mistake of keeping only the final answer.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import FancyBboxPatch, Patch
 
 from ..code import (
     BATCH_END_FIELD,
     RESERVED_ENVELOPE_FIELDS,
+    SCHEMA_VERSION,
     TYPE_AI_TITLE,
     TYPE_FILE_SNAPSHOT,
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
     TYPE_REASONING,
     JSONLTranscript,
     MockLLM,
+    event_id_for,
     event_to_message,
     ticking_clock,
 )
@@ -134,7 +141,7 @@ class LineGrowth:
 def growth_of(path) -> list[LineGrowth]:
     """The file's line count and size after each of its appends, read back from the file.
 
-    An unterminated last fragment (a torn write) is not counted: no append wrote it completely.
+    A partial tail (bytes after the last newline) is not counted: no append wrote it completely.
     """
     events = JSONLTranscript(path).read_events()
     raw_lines = Path(path).read_bytes().split(b"\n")[:-1] if Path(path).exists() else []
@@ -158,7 +165,8 @@ def file_listing_html(path) -> str:
         note = "   &lt;- newest line" if newest else ""
         rows.append(f"<div{style}>{number:>2}  {html.escape(raw.decode('utf-8', 'replace'))}{note}</div>")
     if fragment:
-        rows.append(f"<div>..  {html.escape(fragment.decode('utf-8', 'replace'))}   &lt;- no newline: torn</div>")
+        text = html.escape(fragment.decode("utf-8", "replace"))
+        rows.append(f"<div>..  {text}   &lt;- no newline: partial tail</div>")
     size = f"{len(lines)} lines, {len(data)} bytes"
     return (f"<p><code>{html.escape(Path(path).name)}</code>: {size}</p>"
             '<pre style="white-space:pre-wrap;word-break:break-all;font-size:11px;line-height:1.35">'
@@ -179,6 +187,30 @@ def envelope_html(record: dict | None) -> str:
              f"<code>{html.escape(_shorten(repr(payload), 110))}</code></td></tr>")
     return ("<table><tr><th>field</th><th>value</th><th style='text-align:left'>what it promises</th></tr>"
             + rows + "</table>")
+
+
+def write_newer_schema_record(path, event: dict) -> dict:
+    """Append one record of schema_version SCHEMA_VERSION + 1 by hand, as a newer version of the code would.
+
+    The envelope continues the file (next sequence, this session's id and event id); this code's
+    append refuses to write envelope fields, so the line is written directly. Returns the record.
+    """
+    path = Path(path)
+    scanned = JSONLTranscript(path).scan()
+    sequence = scanned.last_sequence + 1
+    record = {"schema_version": SCHEMA_VERSION + 1, "sequence": sequence,
+              "event_id": event_id_for(path.stem, sequence), "session_id": path.stem,
+              "recorded_at": "2026-01-05T10:00:00+00:00", **event}
+    with open(path, "ab") as file:
+        file.write(json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n")
+    return record
+
+
+def tool_call_lines(path) -> list[str]:
+    """The tool calls of a transcript as compact JSON (sequence, name, arguments): what the notebook's jq prints."""
+    return [json.dumps({"sequence": event["sequence"], "name": event["name"], "arguments": event["arguments"]},
+                       separators=(",", ":"))
+            for event in JSONLTranscript(path).read_events() if event["type"] == TYPE_FUNCTION_CALL]
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -252,6 +284,109 @@ def draw_message_mapping(fig: Figure, events: list[dict]) -> Figure:
 
 def _patch(color: str, label: str) -> Patch:
     return Patch(facecolor=color, edgecolor="black", linewidth=0.5, label=label)
+
+
+# --------------------------------------------------------------------------- where an appended line lives
+
+WRITE_PATH_BOXES = (
+    ("agent process", "messages[] in its memory"),
+    ("kernel page cache", "RAM owned by the kernel"),
+    ("disk", "the .jsonl file"),
+)
+WRITE_PATH_STEPS = ("os.write\n(O_APPEND)", "fsync")
+WRITE_PATH_LOSSES = (
+    "SIGKILL loses this",
+    "survives SIGKILL,\nlost on power loss",
+    "survives both",
+)
+WRITE_PATH_BOUNDARY = "durable boundary:\nfsync returned, append returns\n(acknowledged)"
+WRITE_PATH_TITLE = "Where an appended line lives"
+
+
+def draw_write_path(fig: Figure) -> Figure:
+    """Draw process -> kernel page cache -> disk, what each crash loses, and the durable boundary."""
+    ax = fig.subplots()
+    lefts, width = (0.01, 0.39, 0.77), 0.22
+    colors = (OKABE_ITO["blue"], OKABE_ITO["sky"], OKABE_ITO["green"])
+    for left, (name, detail), color, loss in zip(lefts, WRITE_PATH_BOXES, colors, WRITE_PATH_LOSSES):
+        ax.add_patch(FancyBboxPatch((left, 0.45), width, 0.35, boxstyle="round,pad=0.01", facecolor=color,
+                                    edgecolor="black", alpha=0.85))
+        ax.text(left + width / 2, 0.68, name, ha="center", va="center", fontsize=11, fontweight="bold")
+        ax.text(left + width / 2, 0.55, detail, ha="center", va="center", fontsize=9)
+        ax.text(left + width / 2, 0.36, loss, ha="center", va="top", fontsize=9)
+    for (start, end), step in zip(zip(lefts, lefts[1:]), WRITE_PATH_STEPS):
+        ax.annotate("", xy=(end - 0.01, 0.62), xytext=(start + width + 0.01, 0.62),
+                    arrowprops={"arrowstyle": "-|>", "lw": 2})
+        ax.text((start + width + end) / 2, 0.66, step, ha="center", va="bottom", fontsize=8)
+    boundary = lefts[2] - 0.03
+    ax.vlines(boundary, 0.0, 0.95, colors=OKABE_ITO["vermillion"], linestyles="dashed", lw=2)
+    ax.text(boundary + 0.01, 0.0, WRITE_PATH_BOUNDARY, ha="left", va="bottom", fontsize=8,
+            color=OKABE_ITO["vermillion"])
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    ax.set_title(WRITE_PATH_TITLE)
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.9)
+    return fig
+
+
+# --------------------------------------------------------------------------- the mistake: final answer only
+
+NOT_RECORDED = "not recorded"
+
+
+def save_final_answer_only(events: list[dict], path) -> JSONLTranscript:
+    """Write, to a new transcript at path, only the session's last assistant message (the mistake)."""
+    final = [event for event in events if event["type"] == TYPE_MESSAGE and event["role"] == "assistant"][-1]
+    payload = {key: value for key, value in final.items() if key not in RESERVED_ENVELOPE_FIELDS}
+    transcript = JSONLTranscript.create(path, clock=ticking_clock())
+    with transcript:
+        transcript.append(payload)
+    return transcript
+
+
+def _user_report(events):
+    texts = [event["content"] for event in events if event["type"] == TYPE_MESSAGE and event["role"] == "user"]
+    return texts[0] if texts else NOT_RECORDED
+
+
+def _call_text(event) -> str:
+    # A written file's new content is left out: the call's name and path say enough here.
+    arguments = ", ".join(f"{key}={value!r}" for key, value in event.get("arguments", {}).items() if key != "content")
+    return f"{event['name']}({arguments})"
+
+
+def _tool_calls(events):
+    calls = [_call_text(event) for event in events if event["type"] == TYPE_FUNCTION_CALL]
+    return ", ".join(calls) if calls else NOT_RECORDED
+
+
+def _result_of(tool_name):
+    def answer(events):
+        call_ids = {event["callId"] for event in events
+                    if event["type"] == TYPE_FUNCTION_CALL and event["name"] == tool_name}
+        outputs = [event["output"] for event in events
+                   if event["type"] == TYPE_FUNCTION_CALL_RESULT and event["callId"] in call_ids]
+        return repr(outputs[0]) if outputs else NOT_RECORDED
+    return answer
+
+
+def _messages_replayed(events):
+    return str(sum(event_to_message(event) is not None for event in events))
+
+
+REPLAY_QUESTIONS = (
+    ("What error did the user report?", _user_report),
+    ("Which tools ran, with which arguments?", _tool_calls),
+    ("What did read_file return (the bug)?", _result_of("read_file")),
+    ("What did run_tests report?", _result_of("run_tests")),
+    ("Chat messages a fresh process can replay", _messages_replayed),
+)
+
+
+def replay_questions(full: list[dict], final_only: list[dict]) -> list[tuple[str, str, str]]:
+    """Each question a later reader asks, answered from the full transcript and from the final answer only."""
+    return [(question, answer(full), answer(final_only)) for question, answer in REPLAY_QUESTIONS]
 
 
 # --------------------------------------------------------------------------- the widget
