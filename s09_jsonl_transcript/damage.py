@@ -114,7 +114,7 @@ def verdict(path, reference_events: list | None = None, *, integrity: bool = Fal
         changed = next(i for i, (a, b) in enumerate(zip(events, reference_events)) if a != b)
         return Verdict(SILENT, len(events), changed + 1, "a record changed and still passed validation")
     if read.ignored_partial_tail:
-        return Verdict(PARTIAL_TAIL, len(events), None, "unterminated last line ignored")
+        return Verdict(PARTIAL_TAIL, len(events), None, "partial tail ignored (never acknowledged)")
     return Verdict(CLEAN, len(events))
 
 

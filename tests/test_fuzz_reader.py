@@ -199,7 +199,7 @@ def test_an_over_long_line_is_read_in_bounded_memory(tmp_path, terminated):
         assert full_read == f"line 2: record longer than {limit} bytes"
         assert tail_read.startswith("line 2: record longer")  # the tail read falls back to name the line
     else:
-        assert full_read == tail_read == "1 events"  # a torn tail, however long, is ignored
+        assert full_read == tail_read == "1 events"  # a partial tail, however long, is ignored
     # Measured here: about 2x the limit for a full read, 3x for a tail read that falls back
     # to a full read; nowhere near the 16x that holding the whole line would take.
     assert full_peak < 3 * limit and tail_peak < 4 * limit, (full_peak / limit, tail_peak / limit)

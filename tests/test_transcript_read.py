@@ -34,7 +34,7 @@ def corruption(path):
     return caught.value
 
 
-# -- the torn tail, and only the torn tail, is forgiven ----------------------------------------
+# -- the partial tail, and only the partial tail, is forgiven ----------------------------------
 
 
 @pytest.mark.parametrize("tail", [b'{"schema_version":1,"seq', b"\0" * 37, b"{", b"   ", b"\xff\xfe"])

@@ -3,7 +3,7 @@
 Each trial starts a victim process (crashlab/victim.py) on a fresh transcript, waits a
 random time, kills it, and compares what a fresh reader recovers with what the victim
 acknowledged through its pipe. Then a fresh writer appends one more event, to prove the
-file can be continued after the crash (this is where a torn tail gets repaired).
+file can be continued after the crash (this is where a partial tail gets cut off).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def kill_summary(results: list[KillTrial]) -> list[dict]:
             "partial batches": sum(result.partial_batches for result in chosen),
             "killed inside": sum(result.killed_inside for result in chosen),
             "clean": verdicts[CLEAN],
-            "torn tail": verdicts[PARTIAL_TAIL],
+            "partial tail": verdicts[PARTIAL_TAIL],
             "failed": verdicts["FAILED"],
         })
     return rows

@@ -11,7 +11,7 @@ landed inside one. Modes:
 
   append   one append per event
   batch    append_batch of 2 to 8 events (one write, one fsync)
-  repair   every round, a write cut short (as by a crash) leaves a torn tail; the next
+  repair   every round, a write cut short (as by a crash) leaves a partial tail; the next
            append must repair it first. The cut may fall inside a record, between
            records of a batch, or just before the final newline.
   stream   through a live SessionEventLog with a subscriber attached: each event is
