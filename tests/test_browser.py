@@ -42,7 +42,7 @@ from browser_support import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "notebooks").glob("*/[0-9][0-9]_*.ipynb"))
 SCREENSHOTS = REPO / "artifacts" / "browser"
 
 pytestmark = pytest.mark.browser

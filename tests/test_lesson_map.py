@@ -66,13 +66,13 @@ def test_the_readme_shows_the_map_right_after_the_five_ideas():
 
 
 def test_notebook_1_shows_the_same_map_with_links_from_its_folder():
-    cells = json.loads((REPO / "notebooks" / "01_events_on_disk.ipynb").read_text(encoding="utf-8"))["cells"]
+    cells = json.loads((REPO / "notebooks" / "en" / "01_events_on_disk.ipynb").read_text(encoding="utf-8"))["cells"]
     shown = ["".join(output["data"]["text/markdown"]) for cell in cells if cell["cell_type"] == "code"
              for output in cell["outputs"] if "text/markdown" in output.get("data", {})]
-    assert lesson_map_markdown("notebooks") in shown
+    assert lesson_map_markdown("notebooks/en") in shown
 
 
 def test_links_from_the_notebooks_folder_climb_out_of_it():
-    table = lesson_map_markdown("notebooks")
-    assert "](02_crash_injection.ipynb)" in table and "](../exercises/ex01_last_turn_replay.ipynb)" in table
-    assert "](notebooks/" in lesson_map_markdown(".")
+    table = lesson_map_markdown("notebooks/en")
+    assert "](02_crash_injection.ipynb)" in table and "](../../exercises/ex01_last_turn_replay.ipynb)" in table
+    assert "](notebooks/en/" in lesson_map_markdown(".")

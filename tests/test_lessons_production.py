@@ -25,7 +25,7 @@ from s09_jsonl_transcript.lessons import production  # noqa: E402
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
 from s09_jsonl_transcript.turns import RERUN, RUNNING, TURNS_SCRIPT, session_status  # noqa: E402
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07_lesson_to_production.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "en" / "07_lesson_to_production.ipynb"
 HTML_TAG = re.compile(r"</?(div|table|thead|tbody|tr|td|th|span|b|i|p|br|em|strong|code|pre|ul|li|a)\b[^>]*>",
                       re.IGNORECASE)
 

@@ -15,7 +15,7 @@ from live_route import ROUTE, step_cell
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks" / "en"
 ROUNDS = 2
 
 

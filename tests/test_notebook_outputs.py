@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-ALL_NOTEBOOKS = sorted(NOTEBOOKS.glob("*.ipynb"))
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks" / "en"
+ALL_NOTEBOOKS = sorted(NOTEBOOKS.parent.glob("*/[0-9][0-9]_*.ipynb"))  # both languages
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
@@ -48,7 +48,7 @@ def markup_printed_as_text(notebook: dict) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_no_output_prints_html_markup_as_text(path):
     found = markup_printed_as_text(load(path))
     assert not found, f"{path.name} prints HTML as text (render it, or print plain text):\n  " + "\n  ".join(found)

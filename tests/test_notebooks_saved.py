@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-LESSON_NOTEBOOKS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+LANGUAGES = ("en", "zh")
+LESSON_NOTEBOOKS = sorted(NOTEBOOKS.glob("*/[0-9][0-9]_*.ipynb"))  # notebooks/en and notebooks/zh
 ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(tmp|root|home|Users|var|private|work)/[\w.-]+")
 
 
@@ -20,13 +21,14 @@ def code_cells(path):
     return [cell for cell in cells if cell["cell_type"] == "code" and "".join(cell["source"]).strip()]
 
 
-def test_the_lesson_notebooks_exist():
-    names = [path.name for path in LESSON_NOTEBOOKS]
-    assert len(names) >= 5, names
-    assert [name[:2] for name in names] == [f"{n:02d}" for n in range(1, len(names) + 1)]
+def test_the_lesson_notebooks_exist_in_both_languages():
+    english = [path.name for path in sorted((NOTEBOOKS / "en").glob("[0-9][0-9]_*.ipynb"))]
+    assert len(english) >= 8, english
+    assert [name[:2] for name in english] == [f"{n:02d}" for n in range(1, len(english) + 1)]
+    assert {path.parent.name for path in LESSON_NOTEBOOKS} <= set(LANGUAGES)
 
 
-@pytest.mark.parametrize("path", LESSON_NOTEBOOKS, ids=lambda path: path.name)
+@pytest.mark.parametrize("path", LESSON_NOTEBOOKS, ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_saved_after_a_clean_top_to_bottom_run(path):
     cells = code_cells(path)
     counts = [cell["execution_count"] for cell in cells]
@@ -35,7 +37,7 @@ def test_saved_after_a_clean_top_to_bottom_run(path):
     assert any(cell["outputs"] for cell in cells), "saved without outputs"
 
 
-@pytest.mark.parametrize("path", LESSON_NOTEBOOKS, ids=lambda path: path.name)
+@pytest.mark.parametrize("path", LESSON_NOTEBOOKS, ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_no_errors_warnings_or_machine_specific_paths_in_outputs(path):
     for number, cell in enumerate(code_cells(path), start=1):
         for output in cell["outputs"]:

@@ -19,7 +19,7 @@ from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
 from s09_jsonl_transcript.lessons.memory_gate import answer_html, ask_gate
 from s09_jsonl_transcript.lessons.replay_window import ORPHAN, SENT, window_entries, window_table
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks" / "en"
 
 
 def bug_fix_session(folder: Path, name: str, extra=()) -> JSONLTranscript:

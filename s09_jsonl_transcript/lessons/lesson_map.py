@@ -11,7 +11,7 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-NOTEBOOKS = "notebooks"
+NOTEBOOKS = "notebooks/en"
 
 
 @dataclass(frozen=True)
