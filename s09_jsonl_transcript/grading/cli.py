@@ -21,7 +21,7 @@ from pathlib import Path
 from .benchmark import run_benchmark
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
 from .release import refresh, release, stale_notebooks, write_bundle
-from .reports import ProgressBar, format_class, format_report, write_class_csv, write_report
+from .reports import ProgressBar, format_class, format_report, write_class_csv, write_reports
 from .source import SourceError, default_source_folder, load_sources
 
 DEFAULT_REPORTS = Path("artifacts") / "grading"
@@ -135,7 +135,7 @@ def _grade(arguments) -> int:
 
     reports = grade_many(submissions, sources, exercise=arguments.exercise, options=options,
                          jobs=arguments.jobs, on_graded=show_progress)
-    written = [write_report(report, arguments.reports) for report in reports]
+    written = write_reports(reports, arguments.reports)
     if batch:
         print(format_class(reports))
         class_csv = write_class_csv(reports, arguments.reports / 'class.csv')

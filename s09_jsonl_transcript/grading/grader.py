@@ -151,14 +151,19 @@ def grade_many(submissions: list, sources: dict, *, exercise: str | None = None,
 def find_submissions(arguments) -> list:
     """(path, label) for each notebook named or found in a named folder (checkpoints skipped).
 
-    A label is the path relative to the folder it was found in, or the file name.
+    A label is the path relative to the folder it was found in, or the file name. Folders are
+    searched without following symbolic links (a link to the instructor's folder must not bring
+    its notebooks in); anything named *.ipynb is listed, so that what is not a regular notebook
+    file is reported with its reason rather than left out.
     """
     found, labels = [], set()
     for argument in map(Path, arguments):
         if argument.is_dir():
-            paths = sorted(path for path in argument.rglob("*.ipynb")
-                           if ".ipynb_checkpoints" not in path.relative_to(argument).parts)
-            pairs = [(path, path.relative_to(argument).as_posix()) for path in paths]
+            paths = []
+            for folder, folders, files in os.walk(argument, followlinks=False):
+                folders[:] = sorted(name for name in folders if name != ".ipynb_checkpoints")
+                paths += [Path(folder) / name for name in files + folders if name.endswith(".ipynb")]
+            pairs = [(path, path.relative_to(argument).as_posix()) for path in sorted(paths)]
         else:
             pairs = [(argument, argument.name)]
         for path, label in pairs:

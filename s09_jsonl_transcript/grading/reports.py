@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 import sys
@@ -12,18 +13,49 @@ CSV_COLUMNS = ["submission", "exercise", "status", "score", "max_score", "reason
 _UNSAFE = re.compile(r"[^\w./-]")  # labels are relative paths; anything else becomes "_"
 
 
+def report_names(labels: list) -> list:
+    """A relative report path (ending in .json) per submission label, never two alike.
+
+    A label that had characters replaced gets a short hash of the original, so "a b.ipynb" and
+    "a_b.ipynb" keep two reports; names still alike (ignoring case, for case-insensitive file
+    systems, or given twice) get -2, -3, ... in order.
+    """
+    names, taken = [], set()
+    for label in labels:
+        safe = _UNSAFE.sub("_", label)
+        parts = [part if part not in ("", ".", "..") else "_" for part in safe.split("/")]
+        stem = "/".join(parts)
+        if stem.endswith(".ipynb"):
+            stem = stem[: -len(".ipynb")]
+        if safe != label:
+            stem += "-" + hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        name, number = f"{stem}.json", 2
+        while name.casefold() in taken:
+            name, number = f"{stem}-{number}.json", number + 1
+        taken.add(name.casefold())
+        names.append(Path(name))
+    return names
+
+
 def report_path(folder, label: str) -> Path:
-    """Where the JSON report for a submission label goes: its relative path, ending in .json."""
-    relative = Path(_UNSAFE.sub("_", label))
-    return Path(folder) / relative.with_suffix(".json")
+    """Where the JSON report for a single submission label goes."""
+    return Path(folder) / report_names([label])[0]
 
 
 def write_report(report: dict, folder) -> Path:
     """Write one submission's report as JSON under folder; return its path."""
-    path = report_path(folder, report["submission"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    return write_reports([report], folder)[0]
+
+
+def write_reports(reports: list, folder) -> list:
+    """Write every report of a batch under folder, each to its own file; return the paths."""
+    paths = []
+    for report, name in zip(reports, report_names([report["submission"] for report in reports])):
+        path = Path(folder) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
 
 
 def write_class_csv(reports: list, path) -> Path:
