@@ -5,10 +5,11 @@
     release --bundle DIR                    a student-only folder: notebooks, selfcheck/, README
     refresh [--source DIR]                  re-run the instructor sources and save their outputs
     grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder
+          [--sandbox auto|required|off]
     benchmark [--copies 30]                 time the grading of a folder of reference solutions
 
 Exit status: 0 done; 1 `release --check` found differences, or the grader itself failed on a
-submission; 2 a bad command line or unusable sources.
+submission; 2 a bad command line, unusable sources, or `--sandbox required` where there is none.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from . import sandbox
 from .benchmark import run_benchmark
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
 from .release import refresh, release, stale_notebooks, write_bundle
@@ -74,6 +76,9 @@ def _add_run_options(command) -> None:
                          help="seconds a cell may run (default %(default)g)")
     command.add_argument("--timeout", type=float, default=GradingOptions.total_timeout,
                          help="seconds a whole notebook may run (default %(default)g)")
+    command.add_argument("--sandbox", choices=sandbox.MODES, default=sandbox.AUTO,
+                         help="run each grading under bubblewrap: auto (when it works here, the default), "
+                              "required (refuse to grade without it), off")
 
 
 def _source_folder(arguments) -> Path:
@@ -87,9 +92,13 @@ def _options(arguments) -> GradingOptions:
     if arguments.jobs is not None and arguments.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     try:
-        return GradingOptions(arguments.cell_timeout, arguments.timeout)
+        options = GradingOptions(arguments.cell_timeout, arguments.timeout, sandbox=arguments.sandbox)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    box = sandbox.status(options.sandbox)  # SandboxUnavailable (exit status 2) when required and missing
+    if not box.enabled:
+        print(f"warning: {box.note}", file=sys.stderr)
+    return options
 
 
 def _release(arguments) -> int:
@@ -138,11 +147,11 @@ def _grade(arguments) -> int:
     written = write_reports(reports, arguments.reports)
     if batch:
         print(format_class(reports))
-        class_csv = write_class_csv(reports, arguments.reports / 'class.csv')
+        class_csv = write_class_csv(reports, arguments.reports / "class.csv")
         print(f"\nreports in {arguments.reports}; class CSV: {class_csv}")
     else:
         print(format_report(reports[0]))
-        print(f"report: {written[0]}")
+        print(f"report: {written[-1]}")
     return 1 if any(report["status"] == ERROR for report in reports) else 0
 
 
@@ -165,6 +174,6 @@ def main(argv=None) -> int:
         arguments = _parser().parse_args(argv)
         command = {"release": _release, "refresh": _refresh, "grade": _grade, "benchmark": _benchmark}
         return command[arguments.command](arguments)
-    except (UsageError, SourceError) as error:
+    except (UsageError, SourceError, sandbox.SandboxUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

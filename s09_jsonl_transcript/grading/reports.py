@@ -81,6 +81,8 @@ def format_report(report: dict) -> str:
     lines = [f"{report['submission']}  ({report['exercise'] or 'unknown exercise'}{kind})"]
     if report["reason"]:
         lines.append(f"  {report['status']}: {report['reason']}")
+    if (report.get("sandbox") or "").startswith("unsandboxed"):
+        lines.append(f"  {report['sandbox']}")
     if report["status"] == "graded":
         for check in report["checks"]:
             hidden = " (hidden)" if check["visibility"] == "hidden" else ""
