@@ -114,7 +114,7 @@ def _pytest_command(root: str, report_fd: int, settings: RunSettings) -> list:
     command = [
         sys.executable, "-m", "pytest", f"{root}/{NOTEBOOK}",
         "-c", f"{root}/{PYTEST_INI}", "--rootdir", root, "--confcutdir", root,
-        "-p", "no:cacheprovider", "-p", PROBE_PLUGIN, f"--s09-report-fd={report_fd}",
+        "-p", "no:cacheprovider", "-p", PROBE_PLUGIN, "-p", "nbval", f"--s09-report-fd={report_fd}",
         f"--s09-output-limit={settings.limits.output_bytes}",
         "--nbval", "--nbval-current-env", f"--nbval-cell-timeout={settings.cell_timeout}",
         f"--nbval-kernel-startup-timeout={min(60.0, settings.total_timeout)}",
@@ -131,6 +131,7 @@ def _common_environment(root: str) -> dict:
         "JUPYTER_PLATFORM_DIRS": "1",  # silences jupyter_core's migration warning
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",  # silences the debugger's frozen-modules warning
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # only the plugins named with -p: the probe first, then nbval
     }
 
 
