@@ -106,9 +106,9 @@ def test_a_wrong_answer_loses_exactly_the_checks_it_should(class_reports, path):
     assert report["score"] < report["max_score"]
 
 
-def test_every_exercise_has_at_least_three_wrong_answers():
+def test_every_exercise_has_at_least_five_wrong_answers():
     counts = {exercise: sum(path.name.startswith(exercise) for path in WRONG_ANSWER_FILES) for exercise in EXERCISES}
-    assert all(count >= 3 for count in counts.values()), counts
+    assert all(count >= 5 for count in counts.values()), counts
 
 
 def test_the_class_csv_has_one_row_per_submission(class_reports):
