@@ -5,7 +5,7 @@
     release --bundle DIR                    a student-only folder: notebooks, selfcheck/, README
     refresh [--source DIR]                  re-run the instructor sources and save their outputs
     grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder
-          [--sandbox auto|required|off]
+          [--format json|gradescope] [--sandbox auto|required|off]
     benchmark [--copies 30]                 time the grading of a folder of reference solutions
 
 Exit status: 0 done; 1 `release --check` found differences, or the grader itself failed on a
@@ -23,7 +23,16 @@ from . import sandbox
 from .benchmark import run_benchmark
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
 from .release import refresh, release, stale_notebooks, write_bundle
-from .reports import ProgressBar, format_class, format_report, write_class_csv, write_reports
+from .reports import (
+    FINAL_GRADES,
+    FORMATS,
+    ProgressBar,
+    format_class,
+    format_report,
+    write_class_csv,
+    write_final_grades,
+    write_reports,
+)
 from .source import SourceError, default_source_folder, load_sources
 
 DEFAULT_REPORTS = Path("artifacts") / "grading"
@@ -60,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--exercise", help="grade every notebook as this exercise (e.g. ex01); others score 0")
     grade.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,
                        help=f"folder for the JSON reports and the class CSV (default: {DEFAULT_REPORTS})")
+    grade.add_argument("--format", choices=FORMATS, default="json",
+                       help="json: a report per submission and class.csv (default); gradescope: Gradescope "
+                            f"autograder results (results.json for one submission) and {FINAL_GRADES}")
     _add_run_options(grade)
 
     benchmark = commands.add_parser("benchmark", help="time grading a folder of reference solutions")
@@ -144,11 +156,14 @@ def _grade(arguments) -> int:
 
     reports = grade_many(submissions, sources, exercise=arguments.exercise, options=options,
                          jobs=arguments.jobs, on_graded=show_progress)
-    written = write_reports(reports, arguments.reports)
+    written = write_reports(reports, arguments.reports, arguments.format)
+    if arguments.format == "gradescope":
+        table = write_final_grades(reports, arguments.reports / FINAL_GRADES)
+    elif batch:
+        table = write_class_csv(reports, arguments.reports / "class.csv")
     if batch:
         print(format_class(reports))
-        class_csv = write_class_csv(reports, arguments.reports / "class.csv")
-        print(f"\nreports in {arguments.reports}; class CSV: {class_csv}")
+        print(f"\nreports in {arguments.reports}; class CSV: {table}")
     else:
         print(format_report(reports[0]))
         print(f"report: {written[-1]}")
