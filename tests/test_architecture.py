@@ -77,9 +77,9 @@ def test_code_py_imports_nothing_from_the_kit():
     assert not [name for name in _imports(PACKAGE / "code.py") if name.startswith(".") or "s09" in name]
 
 
-# Modules that start processes for other reasons: the grader runs pytest, the benchmark measures
-# memory in a fresh interpreter. Neither runs a transcript writer to kill it.
-NOT_WRITER_SPAWNERS = {"grading/runner.py", "bench.py"}
+# Modules that start processes for other reasons: the grader runs pytest (under bubblewrap), the
+# benchmark measures memory in a fresh interpreter. Neither runs a transcript writer to kill it.
+NOT_WRITER_SPAWNERS = {"grading/runner.py", "grading/sandbox.py", "bench.py"}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))

@@ -14,9 +14,24 @@ from pathlib import Path
 
 import psutil
 import pytest
+from test_grading_support import (
+    EXERCISES,
+    GRADING_DATA,
+    INSTRUCTOR,
+    SOURCES,
+    STUDENT,
+    answer_cells,
+    failed_checks,
+    grade_folder,
+    notebook_json,
+    reference_answers,
+    reported_json,
+    sandbox_processes,
+    with_answers,
+    write_notebook,
+)
 
 from s09_jsonl_transcript.grading.benchmark import run_benchmark
-from s09_jsonl_transcript.grading.cli import main
 from s09_jsonl_transcript.grading.grader import GradingOptions, grade_submission
 from s09_jsonl_transcript.grading.release import write_bundle
 from s09_jsonl_transcript.grading.source import load_sources
@@ -24,14 +39,8 @@ from s09_jsonl_transcript.grading.source import load_sources
 # The grader hands pytest a pipe (pass_fds) and the tampering uses SIGKILL: POSIX only.
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
 
-ROOT = Path(__file__).resolve().parent.parent
-INSTRUCTOR = ROOT / "exercises" / "instructor"
-STUDENT = ROOT / "exercises"
-WRONG_ANSWERS = Path(__file__).resolve().parent / "grading_data" / "wrong_answers"
-SOURCES = load_sources(INSTRUCTOR)
-EXERCISES = sorted(SOURCES)
+WRONG_ANSWERS = GRADING_DATA / "wrong_answers"
 WRONG_ANSWER_FILES = sorted(WRONG_ANSWERS.glob("ex[0-9][0-9]_*.py"))
-CELL_MARKER = re.compile(r"^# %% (\S+)$", re.MULTILINE)
 
 
 def parse_wrong_answer(path: Path) -> tuple:
@@ -42,54 +51,16 @@ def parse_wrong_answer(path: Path) -> tuple:
     """
     text = path.read_text(encoding="utf-8")
     loses = set(re.search(r"^# loses: (.+)$", text, re.MULTILINE).group(1).split())
-    pieces = CELL_MARKER.split(text)
-    cells = {name: code.strip("\n") for name, code in zip(pieces[1::2], pieces[2::2])}
-    return path.name[:4], loses, cells
+    return path.name[:4], loses, answer_cells(text)
 
 
-def notebook_json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def with_answers(exercise: str, answers: dict) -> dict:
-    """The student notebook of exercise with the named answer cells' sources replaced."""
-    notebook = notebook_json(STUDENT / SOURCES[exercise].path.name)
-    by_name = {answer.cell_id: answer.name for answer in SOURCES[exercise].answers}
-    unknown = set(answers) - set(by_name.values())
-    assert not unknown, f"no such answer cells: {unknown}"
-    for cell in notebook["cells"]:
-        name = by_name.get(cell.get("id"))
-        if name in answers:
-            cell["source"] = answers[name]
-    return notebook
-
-
-def reference_answers(exercise: str) -> dict:
-    """The instructor's answer code for an exercise, by answer name."""
-    notebook = notebook_json(SOURCES[exercise].path)
-    by_id = {answer.cell_id: answer.name for answer in SOURCES[exercise].answers}
-    return {by_id[cell["id"]]: "".join(cell["source"]) for cell in notebook["cells"] if cell.get("id") in by_id}
-
-
-def write_notebook(path: Path, notebook: dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
-    return path
-
-
-def grade_folder(folder: Path, reports: Path, *options: str) -> dict:
-    """Run `grade FOLDER` through the command line; return the reports by submission label."""
-    status = main(["grade", str(folder), "--reports", str(reports), "--jobs", "2", *options])
-    assert status == 0, "the grader reported a failure of its own"
-    found = {}
-    for path in reports.rglob("*.json"):
-        report = json.loads(path.read_text(encoding="utf-8"))
-        found[report["submission"]] = report
-    return found
-
-
-def failed_checks(report: dict) -> set:
-    return {check["name"] for check in report["checks"] if check["score"] < check["max_score"]}
+def assert_nothing_left_running(report: dict, pid=None) -> None:
+    """After grading: no process of the run is left (the sandbox's users, or the unsandboxed kernel's pid)."""
+    if report["sandbox"].startswith("sandboxed"):
+        if os.geteuid() == 0:
+            assert sandbox_processes() == [], "a process of the sandbox outlived its grading"
+        return  # an unprivileged sandbox's PID namespace ended with it; its pids mean nothing out here
+    assert pid is not None and (not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
 
 
 # --------------------------------------------------------------------------- the class batch
@@ -135,9 +106,9 @@ def test_a_wrong_answer_loses_exactly_the_checks_it_should(class_reports, path):
     assert report["score"] < report["max_score"]
 
 
-def test_every_exercise_has_at_least_three_wrong_answers():
+def test_every_exercise_has_at_least_five_wrong_answers():
     counts = {exercise: sum(path.name.startswith(exercise) for path in WRONG_ANSWER_FILES) for exercise in EXERCISES}
-    assert all(count >= 3 for count in counts.values()), counts
+    assert all(count >= 5 for count in counts.values()), counts
 
 
 def test_the_class_csv_has_one_row_per_submission(class_reports):
@@ -232,19 +203,17 @@ for fd in range(3, 256):
 '''
 
 
-def spy(record: Path) -> str:
-    """Answer code that records what the kernel can see of its folder, and its own process id."""
-    return (f"import json, os\n"
-            f"open({str(record)!r}, 'w').write(json.dumps({{'files': os.listdir('.'), 'pid': os.getpid()}}))\n")
+SPY = """import json, os
+_seen = json.dumps({"files": sorted(os.listdir(".")), "pid": os.getpid()})
+
+
+def last_turn_length(events):
+    raise AssertionError("SEEN " + _seen)
+"""
 
 
 @pytest.fixture(scope="module")
-def spy_record(tmp_path_factory):
-    return tmp_path_factory.mktemp("spy") / "seen.json"
-
-
-@pytest.fixture(scope="module")
-def tamper_reports(tmp_path_factory, spy_record):
+def tamper_reports(tmp_path_factory):
     tampered = {
         "edited_expected_outputs": edited_expected_outputs(),
         "checks_replaced_by_pass_lines": checks_replaced_by_pass_lines(),
@@ -258,7 +227,7 @@ def tamper_reports(tmp_path_factory, spy_record):
         "forged_probe_lines": top_level(FORGE_PROBE_LINES),
         "hidden_tracebacks": top_level("get_ipython().showtraceback = lambda *args, **kwargs: None\n"),
         "kills_pytest": top_level("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"),
-        "spy": top_level(spy(spy_record)),
+        "spy": top_level(SPY),
     }
     folder = tmp_path_factory.mktemp("tampered")
     for name, notebook in tampered.items():
@@ -291,22 +260,24 @@ def test_a_sabotaged_run_explains_what_happened(tamper_reports, tamper, feedback
     assert feedback in tamper_reports[tamper]["checks"][0]["feedback"]
 
 
-def test_the_kernel_runs_in_an_empty_folder_and_is_gone_afterwards(tamper_reports, spy_record):
-    assert tamper_reports["spy"]["status"] == "graded"
-    seen = json.loads(spy_record.read_text(encoding="utf-8"))
+def test_the_kernel_runs_in_an_empty_folder_and_is_gone_afterwards(tamper_reports):
+    report = tamper_reports["spy"]
+    assert report["status"] == "graded"
+    seen = reported_json(report, "ex01.1", "SEEN")
     assert seen["files"] == [], "the kernel's folder must not hold the notebook or its expected outputs"
-    assert not psutil.pid_exists(seen["pid"]) or psutil.Process(seen["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert_nothing_left_running(report, seen["pid"])
 
 
 def test_the_overall_time_limit_stops_a_notebook_and_its_kernel(tmp_path):
     record = tmp_path / "seen.json"
-    path = write_notebook(tmp_path / "sleeper.ipynb", top_level(spy(record) + "import time\ntime.sleep(600)\n"))
+    sleeper = (f"import json, os, time\ntry:\n    open({str(record)!r}, 'w').write(json.dumps(os.getpid()))\n"
+               "except OSError:\n    pass  # a sandboxed kernel cannot reach the grader's folders\ntime.sleep(600)\n")
+    path = write_notebook(tmp_path / "sleeper.ipynb", top_level(sleeper))
     report = grade_submission(path, SOURCES, options=GradingOptions(cell_timeout=300, total_timeout=8))
     assert report["status"] == "graded" and report["score"] == 0
     assert all("overall time limit" in check["feedback"] for check in report["checks"]), report["checks"]
     assert report["seconds"] < 60
-    pid = json.loads(record.read_text(encoding="utf-8"))["pid"]
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert_nothing_left_running(report, json.loads(record.read_text()) if record.exists() else None)
 
 
 # --------------------------------------------------------------------------- self-check copies

@@ -4,7 +4,11 @@ import copy
 import csv
 import io
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -21,7 +25,7 @@ from s09_jsonl_transcript.grading.assemble import (
 )
 from s09_jsonl_transcript.grading.checks import CountingFile
 from s09_jsonl_transcript.grading.grader import find_submissions, grade_submission
-from s09_jsonl_transcript.grading.reports import ProgressBar, format_report, write_class_csv
+from s09_jsonl_transcript.grading.reports import ProgressBar, format_report, report_names, write_class_csv
 from s09_jsonl_transcript.grading.source import (
     BEGIN_SOLUTION,
     END_SOLUTION,
@@ -275,6 +279,91 @@ def test_a_missing_file_and_a_huge_file_are_refused(tmp_path, monkeypatch):
     path = write(tmp_path / "ex01_big.ipynb", {"cells": []})
     with pytest.raises(SubmissionError, match="the limit is 10"):
         read_submission(path)
+
+
+# --------------------------------------------------------------------------- files that are not notebooks
+# Real named pipes, symbolic links, devices, sockets and folders: each is refused at once with its reason.
+
+
+@pytest.mark.skipif(os.name != "posix", reason="named pipes, sockets and /dev/zero are POSIX")
+@pytest.mark.parametrize("make, reason", [
+    (lambda path: os.mkfifo(path), "not a regular file: a named pipe (FIFO)"),
+    (lambda path: os.symlink("/dev/zero", path), "not a regular file: a symbolic link"),
+    (lambda path: os.symlink(SOURCES["ex01"].path, path), "not a regular file: a symbolic link"),
+    (lambda path: path.mkdir(), "not a regular file: a folder"),
+    (lambda path: socket.socket(socket.AF_UNIX).bind(str(path)), "not a regular file: a socket"),
+], ids=["fifo", "link-to-dev-zero", "link-to-the-solution", "folder", "socket"])
+def test_only_regular_files_are_read(tmp_path, make, reason):
+    path = tmp_path / "ex01_odd.ipynb"
+    make(path)
+    report = grade_submission(path, SOURCES)
+    assert report["status"] == "rejected" and report["score"] == 0
+    assert report["reason"].startswith(reason), report["reason"]
+    assert report["max_score"] == SOURCES["ex01"].max_score
+
+
+def test_a_file_is_read_up_to_the_limit_and_no_further(tmp_path, monkeypatch):
+    monkeypatch.setattr(assemble, "MAX_SUBMISSION_BYTES", 1000)
+    path = tmp_path / "ex01_long.ipynb"
+    path.write_bytes(b" " * 5000)
+    reads = []
+    real_read = os.read
+    monkeypatch.setattr(assemble.os, "read", lambda fd, size: reads.append(size) or real_read(fd, size))
+    with pytest.raises(SubmissionError, match="holds more than 1,000 bytes; the limit is 1,000"):
+        read_submission(path)
+    assert sum(reads) <= 1001, "a file is never read past the limit"
+
+
+def test_an_old_notebook_format_gets_its_own_reason(tmp_path):
+    path = tmp_path / "ex01_v3.ipynb"
+    path.write_text(json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+                                "worksheets": [{"cells": [], "metadata": {}}]}))
+    report = grade_submission(path, SOURCES)
+    assert report["status"] == "rejected"
+    assert report["reason"].startswith("a notebook in the old format 3"), report["reason"]
+
+
+def test_report_names_never_collide():
+    labels = ["ex01_twin x.ipynb", "ex01_twin_x.ipynb", "Ex01_Twin_X.ipynb", "a/b.ipynb", "a/b.ipynb (2)",
+              "a/../b.ipynb", "results.ipynb", "ex01_twin x.ipynb"]
+    names = report_names(labels)
+    assert len({str(name).casefold() for name in names}) == len(labels), names
+    assert names[1] == Path("ex01_twin_x.json") and names[3] == Path("a/b.json")
+    assert all(".." not in name.parts and name.suffix == ".json" for name in names)
+    assert names == report_names(labels), "the same batch always gets the same names"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="named pipes and /dev/zero are POSIX")
+def test_a_class_folder_of_bad_files_is_graded_to_the_end_with_a_report_each(tmp_path):
+    folder = tmp_path / "class"
+    for student in ("ann", "ben", "cat", "dan", "eve", "fay"):
+        (folder / student).mkdir(parents=True)
+    os.mkfifo(folder / "ann" / "ex01_last_turn_replay.ipynb")
+    os.symlink("/dev/zero", folder / "ben" / "ex01_last_turn_replay.ipynb")
+    (folder / "cat" / "ex01_twin x.ipynb").write_text("{not json")
+    (folder / "cat" / "ex01_twin_x.ipynb").write_text("[]")
+    (folder / "dan" / "ex01_old.ipynb").write_text('{"nbformat": 3, "worksheets": []}')
+    os.symlink(INSTRUCTOR, folder / "eve" / "instructor")  # a link to the solutions is not followed
+    os.symlink(SOURCES["ex01"].path, folder / "fay" / "ex01_last_turn_replay.ipynb")
+    reports = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "s09_jsonl_transcript.grading", "grade", str(folder),
+                           "--reports", str(reports)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    found = {}
+    for path in reports.rglob("*.json"):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        found[report["submission"]] = report
+    reasons = {label: report["reason"] for label, report in found.items()}
+    assert reasons == {
+        "ann/ex01_last_turn_replay.ipynb": "not a regular file: a named pipe (FIFO)",
+        "ben/ex01_last_turn_replay.ipynb": "not a regular file: a symbolic link (submit the notebook itself)",
+        "cat/ex01_twin x.ipynb": "invalid JSON at line 1, column 2: Expecting property name enclosed in double quotes",
+        "cat/ex01_twin_x.ipynb": "not a notebook: the JSON has no list of cells",
+        "dan/ex01_old.ipynb": "a notebook in the old format 3 (this grader reads format 4): open it in a current "
+                              "Jupyter and save it, which converts it",
+        "fay/ex01_last_turn_replay.ipynb": "not a regular file: a symbolic link (submit the notebook itself)",
+    }, reasons
+    assert all(report["score"] == 0 for report in found.values())
 
 
 # --------------------------------------------------------------------------- reports and command line

@@ -9,7 +9,9 @@ an nbval tag changes nothing. nbval comment markers are removed from the answer 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 
 import nbformat
@@ -31,28 +33,77 @@ def read_submission(path) -> dict:
     path = Path(path)
     if path.suffix != ".ipynb":
         raise SubmissionError(f"not a notebook: {path.name} is not an .ipynb file")
+    text = _read_regular_file(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_SUBMISSION_BYTES:
-            raise SubmissionError(f"the file is {size:,} bytes; the limit is {MAX_SUBMISSION_BYTES:,}")
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise SubmissionError(f"no such file: {path}") from None
+        text = text.decode("utf-8")
     except UnicodeDecodeError:
         raise SubmissionError("not a notebook: the file is not UTF-8 text") from None
-    except OSError as error:
-        raise SubmissionError(f"cannot read the file: {error.strerror or error}") from None
     try:
         notebook = json.loads(text)
     except json.JSONDecodeError as error:
         raise SubmissionError(f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
     except RecursionError:
         raise SubmissionError("invalid JSON: nested too deeply") from None
-    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+    if not isinstance(notebook, dict):
         raise SubmissionError("not a notebook: the JSON has no list of cells")
-    if notebook.get("nbformat") != 4:
-        raise SubmissionError(f"not a notebook in format 4 (nbformat is {notebook.get('nbformat')!r})")
+    version = notebook.get("nbformat")
+    if isinstance(version, int) and not isinstance(version, bool) and version < 4:
+        raise SubmissionError(f"a notebook in the old format {version} (this grader reads format 4): open it in "
+                              "a current Jupyter and save it, which converts it")
+    if not isinstance(notebook.get("cells"), list):
+        raise SubmissionError("not a notebook: the JSON has no list of cells")
+    if version != 4:
+        raise SubmissionError(f"not a notebook in format 4 (nbformat is {version!r})")
     return notebook
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of a regular file, at most MAX_SUBMISSION_BYTES of them, or SubmissionError.
+
+    The file is opened without following a symbolic link and without blocking (a named pipe would
+    otherwise wait forever for a writer); only then is its type checked, on the open descriptor. It
+    is read up to the limit whatever its size claims to be (a device reports 0 and never ends).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        raise SubmissionError(f"no such file: {path}") from None
+    except OSError as error:
+        if path.is_symlink():
+            raise SubmissionError("not a regular file: a symbolic link (submit the notebook itself)") from None
+        kind = _kind_of(path)
+        if kind:
+            raise SubmissionError(f"not a regular file: {kind}") from None
+        raise SubmissionError(f"cannot read the file: {error.strerror or error}") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise SubmissionError(f"not a regular file: {_KINDS.get(stat.S_IFMT(mode), 'not a file')}")
+        chunks, total = [], 0
+        while total <= MAX_SUBMISSION_BYTES:
+            chunk = os.read(descriptor, min(1 << 20, MAX_SUBMISSION_BYTES + 1 - total))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            total += len(chunk)
+        raise SubmissionError(f"the file holds more than {MAX_SUBMISSION_BYTES:,} bytes; the limit is "
+                              f"{MAX_SUBMISSION_BYTES:,}")
+    except OSError as error:
+        raise SubmissionError(f"cannot read the file: {error.strerror or error}") from None
+    finally:
+        os.close(descriptor)
+
+
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symbolic link"}
+
+
+def _kind_of(path: Path) -> str | None:
+    try:
+        return _KINDS.get(stat.S_IFMT(os.lstat(path).st_mode))
+    except OSError:
+        return None
 
 
 def exercise_of(notebook: dict, path) -> str | None:

@@ -15,7 +15,7 @@ def run_benchmark(sources: dict, *, copies: int = 30, jobs: int | None = None,
     """Grade `copies` submissions (the instructor sources in turn) as one folder; return the timings.
 
     The result holds the wall-clock seconds for the folder, the slowest and the mean single
-    submission, and whether every copy scored full marks.
+    submission, whether every copy scored full marks, and how they ran (sandboxed or not).
     """
     if copies < 1:
         raise ValueError("copies must be at least 1")
@@ -38,4 +38,5 @@ def run_benchmark(sources: dict, *, copies: int = 30, jobs: int | None = None,
         "slowest_submission_seconds": round(max(singles), 1),
         "mean_submission_seconds": round(sum(singles) / len(singles), 1),
         "all_full_marks": all(report["score"] == report["max_score"] for report in reports),
+        "sandbox": reports[0]["sandbox"],
     }

@@ -5,10 +5,11 @@
     release --bundle DIR                    a student-only folder: notebooks, selfcheck/, README
     refresh [--source DIR]                  re-run the instructor sources and save their outputs
     grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder
+          [--format json|gradescope] [--sandbox auto|required|off]
     benchmark [--copies 30]                 time the grading of a folder of reference solutions
 
 Exit status: 0 done; 1 `release --check` found differences, or the grader itself failed on a
-submission; 2 a bad command line or unusable sources.
+submission; 2 a bad command line, unusable sources, or `--sandbox required` where there is none.
 """
 
 from __future__ import annotations
@@ -18,10 +19,20 @@ import json
 import sys
 from pathlib import Path
 
+from . import sandbox
 from .benchmark import run_benchmark
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
 from .release import refresh, release, stale_notebooks, write_bundle
-from .reports import ProgressBar, format_class, format_report, write_class_csv, write_report
+from .reports import (
+    FINAL_GRADES,
+    FORMATS,
+    ProgressBar,
+    format_class,
+    format_report,
+    write_class_csv,
+    write_final_grades,
+    write_reports,
+)
 from .source import SourceError, default_source_folder, load_sources
 
 DEFAULT_REPORTS = Path("artifacts") / "grading"
@@ -58,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--exercise", help="grade every notebook as this exercise (e.g. ex01); others score 0")
     grade.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,
                        help=f"folder for the JSON reports and the class CSV (default: {DEFAULT_REPORTS})")
+    grade.add_argument("--format", choices=FORMATS, default="json",
+                       help="json: a report per submission and class.csv (default); gradescope: Gradescope "
+                            f"autograder results (results.json for one submission) and {FINAL_GRADES}")
     _add_run_options(grade)
 
     benchmark = commands.add_parser("benchmark", help="time grading a folder of reference solutions")
@@ -74,6 +88,9 @@ def _add_run_options(command) -> None:
                          help="seconds a cell may run (default %(default)g)")
     command.add_argument("--timeout", type=float, default=GradingOptions.total_timeout,
                          help="seconds a whole notebook may run (default %(default)g)")
+    command.add_argument("--sandbox", choices=sandbox.MODES, default=sandbox.AUTO,
+                         help="run each grading under bubblewrap: auto (when it works here, the default), "
+                              "required (refuse to grade without it), off")
 
 
 def _source_folder(arguments) -> Path:
@@ -87,9 +104,13 @@ def _options(arguments) -> GradingOptions:
     if arguments.jobs is not None and arguments.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     try:
-        return GradingOptions(arguments.cell_timeout, arguments.timeout)
+        options = GradingOptions(arguments.cell_timeout, arguments.timeout, sandbox=arguments.sandbox)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    box = sandbox.status(options.sandbox)  # SandboxUnavailable (exit status 2) when required and missing
+    if not box.enabled:
+        print(f"warning: {box.note}", file=sys.stderr)
+    return options
 
 
 def _release(arguments) -> int:
@@ -135,14 +156,17 @@ def _grade(arguments) -> int:
 
     reports = grade_many(submissions, sources, exercise=arguments.exercise, options=options,
                          jobs=arguments.jobs, on_graded=show_progress)
-    written = [write_report(report, arguments.reports) for report in reports]
+    written = write_reports(reports, arguments.reports, arguments.format)
+    if arguments.format == "gradescope":
+        table = write_final_grades(reports, arguments.reports / FINAL_GRADES)
+    elif batch:
+        table = write_class_csv(reports, arguments.reports / "class.csv")
     if batch:
         print(format_class(reports))
-        class_csv = write_class_csv(reports, arguments.reports / 'class.csv')
-        print(f"\nreports in {arguments.reports}; class CSV: {class_csv}")
+        print(f"\nreports in {arguments.reports}; class CSV: {table}")
     else:
         print(format_report(reports[0]))
-        print(f"report: {written[0]}")
+        print(f"report: {written[-1]}")
     return 1 if any(report["status"] == ERROR for report in reports) else 0
 
 
@@ -165,6 +189,6 @@ def main(argv=None) -> int:
         arguments = _parser().parse_args(argv)
         command = {"release": _release, "refresh": _refresh, "grade": _grade, "benchmark": _benchmark}
         return command[arguments.command](arguments)
-    except (UsageError, SourceError) as error:
+    except (UsageError, SourceError, sandbox.SandboxUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -3,24 +3,29 @@
 A report is a plain dict, written as JSON:
 
     {"submission": "alice/ex01_last_turn_replay.ipynb", "exercise": "ex01",
-     "status": "graded" | "rejected" | "error", "reason": null or why it was not graded,
+     "status": "graded" | "rejected" | "error", "reason": null, or why it was not graded, or
+     why a graded notebook scored what it did (tampering detected, output limit, out of memory),
      "score": 7, "max_score": 14, "source": "instructor" | "selfcheck", "seconds": 4.2,
+     "sandbox": "sandboxed with bubblewrap: ..." | "unsandboxed: ...",
      "checks": [{"name": "ex01.1", "score": 2, "max_score": 2, "visibility": "visible",
                  "feedback": "passed"}, ...]}
 
 "rejected" is bad input (score 0 and the reason); "error" is a fault of the grader or of its
 sources, which an instructor should look at. Nothing a submission does makes this module raise.
+A notebook in which tampering was detected is graded 0 on every check, with the reason.
 """
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import sandbox as sandboxing
 from .assemble import SubmissionError, answer_sources, build_notebook, exercise_of, read_submission
-from .runner import RunResult, run_notebook
+from .probe import TAMPERING
+from .runner import RunResult, RunSettings, run_notebook
 from .source import ExerciseSource
 
 GRADED, REJECTED, ERROR = "graded", "rejected", "error"
@@ -28,14 +33,25 @@ GRADED, REJECTED, ERROR = "graded", "rejected", "error"
 
 @dataclass(frozen=True)
 class GradingOptions:
-    """Limits for one run: seconds per cell (nbval's timeout) and for the whole notebook."""
+    """How to run each submission.
+
+    cell_timeout and total_timeout are seconds per cell (nbval's timeout) and for the whole
+    notebook; sandbox is "auto" (bubblewrap when it works here), "required" or "off"; limits are
+    the sandbox's resource limits and the output limit. detect_tampering=False turns the guard off:
+    tests use it to show that each tampering they try would score without it.
+    """
 
     cell_timeout: float = 20.0
     total_timeout: float = 120.0
+    sandbox: str = sandboxing.AUTO
+    limits: sandboxing.Limits = field(default_factory=sandboxing.Limits)
+    detect_tampering: bool = True
 
     def __post_init__(self):
         if not (self.cell_timeout > 0 and self.total_timeout > 0):
             raise ValueError("timeouts must be positive numbers of seconds")
+        if self.sandbox not in sandboxing.MODES:
+            raise ValueError(f"sandbox must be one of {', '.join(sandboxing.MODES)}")
 
 
 def available_cores() -> int:
@@ -53,24 +69,44 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
     With exercise, the submission must be that exercise. Always returns a report.
     """
     label = label or Path(path).name
+    box = sandboxing.status(options.sandbox)  # SandboxUnavailable when required and missing
     try:
         notebook = read_submission(path)
         source = _source_for(notebook, path, sources, exercise)
     except SubmissionError as problem:  # still name the exercise when the file name tells it
         known = sources.get(exercise or exercise_of({}, path))
-        return _report(label, known, REJECTED, str(problem))
+        return _report(label, known, REJECTED, str(problem), sandbox_note=box.note)
     try:
         assembled = build_notebook(source, answer_sources(notebook, source))
     except SubmissionError as problem:
-        return _report(label, source, REJECTED, str(problem))
+        return _report(label, source, REJECTED, str(problem), sandbox_note=box.note)
+    settings = RunSettings(options.cell_timeout, options.total_timeout, sandboxed=box.enabled,
+                           limits=options.limits, guard=options.detect_tampering)
     try:
-        run = run_notebook(assembled, cell_timeout=options.cell_timeout, total_timeout=options.total_timeout)
+        run = run_notebook(assembled, settings)
     except Exception as error:  # a fault of this machine or of the grader, not of the submission
-        return _report(label, source, ERROR, f"the grader could not run the notebook: {error!r}")
-    if not run.cells and not run.timed_out:
+        return _report(label, source, ERROR, f"the grader could not run the notebook: {error!r}",
+                       sandbox_note=box.note)
+    if options.detect_tampering and run.guard != "ready" and (run.cells or run.guard):
+        return _report(label, source, ERROR, f"the grader's guard did not start: {run.guard or 'no word from it'}",
+                       seconds=run.seconds, sandbox_note=box.note)
+    if not run.cells and not run.timed_out and not run.stopped:
         return _report(label, source, ERROR, "the nbval run reported no cells; its output ends with:\n"
-                       + run.log_tail[-1000:], seconds=run.seconds)
-    return _report(label, source, GRADED, None, _scored_checks(source, run, options), run.seconds)
+                       + run.log_tail[-1000:], seconds=run.seconds, sandbox_note=box.note)
+    if run.tampering:
+        reason = f"{TAMPERING}: {run.tampering[0]}"
+        checks = [_check_entry(check, 0, reason) for check in source.checks]
+        return _report(label, source, GRADED, reason, checks, run.seconds, sandbox_note=box.note)
+    checks = _scored_checks(source, run, options)
+    return _report(label, source, GRADED, _graded_reason(run, checks), checks, run.seconds, sandbox_note=box.note)
+
+
+def _graded_reason(run: RunResult, checks: list) -> str | None:
+    """Why a graded notebook lost points wholesale: stopped by a limit, or out of memory; else None."""
+    if run.stopped:
+        return run.stopped
+    memory = [check["feedback"] for check in checks if "out of memory" in check["feedback"]]
+    return memory[0] if memory else None
 
 
 def _source_for(notebook: dict, path, sources: dict, expected: str | None) -> ExerciseSource:
@@ -92,6 +128,8 @@ def _scored_checks(source: ExerciseSource, run: RunResult, options: GradingOptio
         outcome = run.cells.get(check.cell_index)
         if outcome is not None:
             feedback = outcome.feedback
+        elif run.stopped:
+            feedback = f"not run: {run.stopped}"
         elif run.timed_out:
             feedback = f"not run: the notebook went over the overall time limit of {options.total_timeout:g} s"
         else:
@@ -107,7 +145,7 @@ def _check_entry(check, score: int, feedback: str) -> dict:
 
 
 def _report(label: str, source: ExerciseSource | None, status: str, reason: str | None,
-            checks: list | None = None, seconds: float = 0.0) -> dict:
+            checks: list | None = None, seconds: float = 0.0, sandbox_note: str | None = None) -> dict:
     if checks is None:  # not graded: every check scores 0 and says why
         checks = [_check_entry(check, 0, f"not graded: {reason}") for check in (source.checks if source else ())]
     return {
@@ -119,6 +157,7 @@ def _report(label: str, source: ExerciseSource | None, status: str, reason: str 
         "max_score": source.max_score if source else 0,
         "source": source.kind if source else None,
         "seconds": round(seconds, 2),
+        "sandbox": sandbox_note,
         "checks": checks,
     }
 
@@ -151,14 +190,19 @@ def grade_many(submissions: list, sources: dict, *, exercise: str | None = None,
 def find_submissions(arguments) -> list:
     """(path, label) for each notebook named or found in a named folder (checkpoints skipped).
 
-    A label is the path relative to the folder it was found in, or the file name.
+    A label is the path relative to the folder it was found in, or the file name. Folders are
+    searched without following symbolic links (a link to the instructor's folder must not bring
+    its notebooks in); anything named *.ipynb is listed, so that what is not a regular notebook
+    file is reported with its reason rather than left out.
     """
     found, labels = [], set()
     for argument in map(Path, arguments):
         if argument.is_dir():
-            paths = sorted(path for path in argument.rglob("*.ipynb")
-                           if ".ipynb_checkpoints" not in path.relative_to(argument).parts)
-            pairs = [(path, path.relative_to(argument).as_posix()) for path in paths]
+            paths = []
+            for folder, folders, files in os.walk(argument, followlinks=False):
+                folders[:] = sorted(name for name in folders if name != ".ipynb_checkpoints")
+                paths += [Path(folder) / name for name in files + folders if name.endswith(".ipynb")]
+            pairs = [(path, path.relative_to(argument).as_posix()) for path in sorted(paths)]
         else:
             pairs = [(argument, argument.name)]
         for path, label in pairs:

@@ -1,49 +1,110 @@
 """A pytest plugin loaded into the grader's nbval run (`-p s09_jsonl_transcript.grading.probe`).
 
 It reports each cell's outcome to the grader as one JSON line on a pipe whose descriptor the
-grader passes with `--s09-report-fd`; the kernel never inherits that descriptor, so student code
-cannot write results there. It also:
+grader passes with `--s09-report-fd`; the kernel never inherits that descriptor, and pytest makes
+itself non-dumpable so that a kernel running as the same user cannot open it through /proc. It also:
 
 - deletes the notebook file once nbval has read it, so the folder the kernel runs in holds neither
   the expected outputs nor anything else;
-- fails a cell at once when the kernel dies, where nbval would wait for the whole cell timeout;
+- fails a cell at once when the kernel dies or is stopped (SIGSTOP), where nbval would wait for the
+  whole cell timeout;
 - fails a cell whose execution the kernel reported as an error even if no error was displayed
   (student code can silence the traceback display);
-- tells the grader the kernel's process id, so the grader can kill it whatever happens.
+- counts what the notebook prints and stops it past the output limit (`--s09-output-limit`);
+- with `--s09-guard`, asks the grader's guard (guard.py, loaded into the kernel before any answer
+  code) for a signed verdict after each check cell, and fails the check, reporting tampering, when
+  the verdict is missing, forged, about another cell, or names an interference;
+- tells the grader the kernel's process id, so that an unsandboxed grader can kill it whatever happens.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import hmac
 import json
 import os
 import re
+import resource
+import secrets
+import signal
+import sys
 import time
+from pathlib import Path
 from queue import Empty
 
 import pytest
 
+# nbval imports nbformat, which imports jsonschema, which imports rfc3987_syntax if it can: that
+# builds a parser for IRIs at import time, about 3 s of CPU in every grading run, for a format no
+# notebook schema uses. jsonschema treats the module as optional; this process goes without it.
+# (The grader loads this plugin before nbval for this reason.)
+sys.modules.setdefault("rfc3987_syntax", None)
+
 _POLL_SECONDS = 0.2
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _FEEDBACK_LIMIT = 2000
+_HELLO_TIMEOUT = 30
 HIDDEN_ERROR = "the cell raised an error that was kept from its output (was the error display changed?)"
+TAMPERING = "tampering detected"
+GUARD_KEY_FILE = "s09_guard.json"  # in the kernel's IPython profile folder; the guard reads and deletes it
+VERDICT = "s09_verdict"
+OUTPUT_LIMIT_ERROR = "OutputLimitExceeded"  # raised by the guard's print limit inside the kernel
 
 
 class KernelDiedError(RuntimeError):
     """The kernel process ended while a cell was running."""
 
 
+class KernelStoppedError(RuntimeError):
+    """The kernel was stopped (SIGSTOP, SIGTSTP) while a cell was running."""
+
+
+class OutputLimitError(RuntimeError):
+    """The notebook printed more than the output limit."""
+
+
 def pytest_addoption(parser):
     parser.addoption("--s09-report-fd", type=int, default=None,
                      help="file descriptor on which to report cell outcomes as JSON lines")
+    parser.addoption("--s09-output-limit", type=int, default=1 << 20,
+                     help="bytes of output the notebook may produce in all")
+    parser.addoption("--s09-guard", action="store_true", default=False,
+                     help="load the grader's guard into the kernel and require its verdict on every check")
 
 
 def pytest_configure(config):
     fd = config.getoption("--s09-report-fd")
     if fd is None:
         return
+    _not_dumpable()
     os.set_inheritable(fd, False)  # the kernel, started later, must not get the grader's pipe
     config._s09_report = os.fdopen(fd, "w", encoding="utf-8", buffering=1)
-    _watch_kernel_replies()
+    config._s09_output_limit = config.getoption("--s09-output-limit")
+    config._s09_stopped = None  # why the notebook was stopped early, once it is
+    config._s09_key = None
+    if config.getoption("--s09-guard"):
+        config._s09_key = secrets.token_bytes(32)
+        _write_guard_file(config)
+    _watch_the_kernel(config)
+
+
+def _not_dumpable() -> None:
+    """Make this process non-dumpable: /proc/<pid>/fd and ptrace are then closed to same-user processes."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+
+
+def _write_guard_file(config) -> None:
+    folder = Path(os.environ["IPYTHONDIR"]) / "profile_default"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / GUARD_KEY_FILE
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(descriptor, "w", encoding="utf-8") as file:
+        json.dump({"key": config._s09_key.hex(), "output_limit": config._s09_output_limit}, file)
 
 
 def _send(config, message: dict) -> None:
@@ -52,29 +113,172 @@ def _send(config, message: dict) -> None:
         report.write(json.dumps(message) + "\n")
 
 
-def _watch_kernel_replies() -> None:
-    """Wrap nbval's wait for a cell's reply: notice a dead kernel, and keep the reply's status."""
+def _stop(config, kernel, why: str) -> None:
+    """Kill the kernel and remember why: the remaining cells are then reported as not run, for this reason."""
+    if config._s09_stopped is None:
+        config._s09_stopped = why
+        _send(config, {"kind": "stopped", "why": why})
+    pid = _pid_of(kernel)
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------- watching nbval's kernel
+
+
+def _watch_the_kernel(config) -> None:
+    """Wrap nbval's kernel: replies (dead or stopped kernel, reply status), output volume, check verdicts."""
     from nbval.kernel import RunningKernel
+
+    original_get_message = RunningKernel.get_message
+    original_execute = RunningKernel.execute_cell_input
 
     def await_reply(self, msg_id, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            _drain_output(self)  # nbval reads a cell's output only after its reply: count it as it comes
             try:
                 message = self.get_message(stream="shell", timeout=_POLL_SECONDS)
             except Empty:
                 if not self.is_alive():
                     self.stop()  # nbval then reports "Kernel dead on test start" for later cells
                     raise KernelDiedError("the kernel died while running this cell") from None
+                if _is_stopped(self):
+                    _stop(config, self, "the kernel was stopped (SIGSTOP) while running a cell, so it was ended")
+                    raise KernelStoppedError(config._s09_stopped) from None
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
                 continue
             if message["parent_header"].get("msg_id") == msg_id:
-                self.s09_reply_status = message["content"].get("status")
-                if self.s09_reply_status == "aborted":
+                self.s09_reply = message["content"]
+                if message["content"].get("status") == "aborted":
                     raise RuntimeError("Kernel aborted execution request")
                 return
 
+    def count(self, message):
+        self.s09_output = getattr(self, "s09_output", 0) + _output_size(message)
+        # The guard stops prints past the limit inside the kernel; this catches what goes around it.
+        if self.s09_output > 2 * config._s09_output_limit + 65536:
+            _stop(config, self, f"the notebook printed more than the output limit of "
+                                f"{config._s09_output_limit:,} bytes, so it was stopped")
+            raise OutputLimitError(config._s09_stopped)
+        return message
+
+    def _drain_output(self):
+        pending = self.__dict__.setdefault("s09_pending", [])
+        while True:
+            try:
+                pending.append(count(self, original_get_message(self, "iopub", 0)))
+            except Empty:
+                return
+
+    def get_message(self, stream, timeout=None):
+        pending = self.__dict__.get("s09_pending")
+        if stream == "iopub" and pending:
+            return pending.pop(0)
+        message = original_get_message(self, stream, timeout)
+        return count(self, message) if stream == "iopub" else message
+
+    def execute_cell_input(self, cell_input, allow_stdin=None):
+        item = getattr(config, "_s09_item", None)
+        self.s09_reply = None
+        if config._s09_key is None or item is None or _role(item) != "check":
+            return original_execute(self, cell_input, allow_stdin)
+        item._s09_nonce = secrets.token_hex(16)
+        return self.kc.execute(cell_input, store_history=False, allow_stdin=allow_stdin, stop_on_error=False,
+                               user_expressions={VERDICT: _verdict_expression(item._s09_nonce)})
+
     RunningKernel.await_reply = await_reply
+    RunningKernel.get_message = get_message
+    RunningKernel.execute_cell_input = execute_cell_input
+
+
+def _output_size(message: dict) -> int:
+    content = message.get("content") or {}
+    size = len(content.get("text") or "") + len(content.get("evalue") or "")
+    size += sum(len(line) for line in content.get("traceback") or ())
+    for value in (content.get("data") or {}).values():
+        size += len(value) if isinstance(value, str) else len(json.dumps(value))
+    return size
+
+
+def _pid_of(kernel):
+    try:
+        return kernel.km.provisioner.process.pid
+    except AttributeError:
+        return None
+
+
+def _is_stopped(kernel) -> bool:
+    pid = _pid_of(kernel)
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"T", b"t")
+
+
+def _role(item) -> str | None:
+    cell = getattr(item, "cell", None)
+    role = (getattr(cell, "metadata", None) or {}).get("s09", {})
+    return role.get("role") if isinstance(role, dict) else None
+
+
+# --------------------------------------------------------------------------- the guard's verdicts
+
+
+def _verdict_expression(nonce: str) -> str:
+    return f"__import__('sys').modules['s09_jsonl_transcript.grading.guard'].verdict({nonce!r})"
+
+
+def verdict_mac(key: bytes, nonce: str, cell: str, problems: list) -> str:
+    """What the guard signs: this check's nonce, the hash of the cell it saw run, and what it found."""
+    return hmac.new(key, json.dumps([nonce, cell, problems]).encode(), hashlib.sha256).hexdigest()
+
+
+def _read_verdict(config, reply, nonce: str):
+    """(problems, None) from a genuine verdict in an execute reply, else (None, why it is not one)."""
+    expressions = (reply or {}).get("user_expressions") or {}
+    answer = expressions.get(VERDICT)
+    if not isinstance(answer, dict) or answer.get("status") != "ok":
+        return None, "the check's reply carries no verdict from the grader's guard"
+    try:
+        verdict = json.loads(ast.literal_eval(answer["data"]["text/plain"]))
+        cell, problems, mac = verdict["cell"], verdict["problems"], verdict["mac"]
+        assert isinstance(problems, list) and isinstance(cell, str) and isinstance(mac, str)
+    except Exception:  # anything malformed is a forgery
+        return None, "the guard's verdict on this check is malformed"
+    if verdict.get("nonce") != nonce or not hmac.compare_digest(mac, verdict_mac(config._s09_key, nonce, cell,
+                                                                                problems)):
+        return None, "the guard's verdict on this check is forged"
+    return (problems, cell), None
+
+
+def _say_hello(config, kernel) -> None:
+    """Before any cell runs: the guard must answer, signed, or the grader itself has a problem."""
+    nonce = secrets.token_hex(16)
+    kernel.s09_reply = None
+    try:
+        msg_id = kernel.kc.execute("", silent=True, store_history=False,
+                                   user_expressions={VERDICT: _verdict_expression(nonce)})
+        kernel.await_reply(msg_id, timeout=_HELLO_TIMEOUT)
+    except Exception as error:  # noqa: BLE001 - any failure here is the grader's
+        _send(config, {"kind": "guard", "status": f"no answer from the guard ({error!r})"})
+        return
+    found, why = _read_verdict(config, kernel.s09_reply, nonce)
+    if found is None or found[0]:
+        _send(config, {"kind": "guard", "status": why or f"the guard reported {found[0]} before any cell ran"})
+    else:
+        _send(config, {"kind": "guard", "status": "ready"})
+
+
+# --------------------------------------------------------------------------- pytest hooks
 
 
 def pytest_collection_finish(session):
@@ -86,18 +290,24 @@ def pytest_collection_finish(session):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
     yield  # nbval starts the kernel while setting up the notebook's first cell
-    pid = _kernel_pid(item)
-    if pid is not None and not getattr(item.config, "_s09_kernel_reported", False):
-        item.config._s09_kernel_reported = True
+    kernel = getattr(item.parent, "kernel", None)
+    if kernel is None or getattr(item.config, "_s09_kernel_reported", False):
+        return
+    item.config._s09_kernel_reported = True
+    pid = _pid_of(kernel)
+    if pid is not None:
         _send(item.config, {"kind": "kernel", "pid": pid})
+    if getattr(item.config, "_s09_key", None) is not None:
+        _say_hello(item.config, kernel)
 
 
-def _kernel_pid(item):
-    """The process id of the kernel nbval runs this cell in, or None."""
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    item.config._s09_item = item
     try:
-        return item.parent.kernel.km.provisioner.process.pid
-    except AttributeError:  # not an nbval cell, or no kernel (yet, or any more)
-        return None
+        yield
+    finally:
+        item.config._s09_item = None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -113,34 +323,76 @@ def pytest_runtest_makereport(item, call):
 
 def _judge(item, call, report) -> tuple:
     """('passed' | 'failed', feedback) for one cell's setup or call phase."""
-    status = _reply_status(item)
+    reply = _last_reply(item)
+    status = (reply or {}).get("status")
+    if report.when == "call" and _role(item) == "check" and getattr(item.config, "_s09_key", None) is not None:
+        interference = _check_verdict(item, reply, must_hold=report.passed and status in (None, "ok"))
+        if interference:
+            _send(item.config, {"kind": "tampering", "what": interference})
+            return "failed", f"{TAMPERING}: {interference}"
     if report.passed:
         if status not in (None, "ok"):
             return "failed", HIDDEN_ERROR
         return "passed", "passed"
+    if _error_names(item) & {OUTPUT_LIMIT_ERROR} and getattr(item.config, "_s09_stopped", None) is None:
+        _stop(item.config, item.parent.kernel, f"the notebook printed more than the output limit of "
+                                               f"{item.config._s09_output_limit:,} characters, so it was stopped")
+        return "failed", f"stopped: {item.config._s09_stopped}"
     feedback = _describe_failure(item, call.excinfo.value if call.excinfo else None, status)
     if hasattr(report, "wasxfail"):  # nbval expects every cell after a timeout to fail
         feedback += " (after an earlier cell timed out)"
     return "failed", feedback
 
 
-def _reply_status(item):
-    """The status of the kernel's last execute reply ('ok', 'error', ...), or None."""
-    return getattr(getattr(item.parent, "kernel", None), "s09_reply_status", None)
+def _check_verdict(item, reply, must_hold: bool) -> str | None:
+    """What the guard's verdict on this check shows, or None when it shows nothing wrong.
+
+    A check that passed must carry a genuine verdict; on a check that failed, only a genuine
+    verdict naming an interference counts.
+    """
+    found, why = _read_verdict(item.config, reply, getattr(item, "_s09_nonce", ""))
+    if found is None:
+        return why if must_hold else None
+    problems, cell = found
+    if problems:
+        return "; ".join(str(problem) for problem in problems)[:_FEEDBACK_LIMIT]
+    if cell != hashlib.sha256(item.cell.source.encode()).hexdigest():
+        return "the code the kernel ran for this check is not the check's own"
+    return None
+
+
+def _error_names(item) -> set:
+    return {out.get("ename") for out in getattr(item, "test_outputs", None) or [] if out.get("output_type") == "error"}
+
+
+def _last_reply(item):
+    """The content of the kernel's last execute reply, or None."""
+    return getattr(getattr(item.parent, "kernel", None), "s09_reply", None)
 
 
 def _describe_failure(item, error, status) -> str:
     text = _ANSI.sub("", str(error or "")).strip()
+    stopped = getattr(item.config, "_s09_stopped", None)
+    if isinstance(error, (KernelStoppedError, OutputLimitError)):
+        return f"stopped: {text}"
+    if stopped:  # the kernel was ended on purpose in an earlier cell
+        return f"not run: {stopped}"
     if isinstance(error, KernelDiedError):
         return "the kernel died while running this cell (os._exit, exit(), a crash or no memory left)"
     if "Kernel dead on test start" in text:
-        return "not run: the kernel had died in an earlier cell"
+        return f"not run: {stopped}" if stopped else "not run: the kernel had died in an earlier cell"
     if text.startswith("Timeout of"):
         return "timed out: " + text.split("\n", 1)[0]
     outputs = getattr(item, "test_outputs", None) or []
     errors = [out for out in outputs if out.get("output_type") == "error"]
     if errors:
-        return _limited(f"{errors[-1].get('ename')}: {_ANSI.sub('', str(errors[-1].get('evalue')))}")
+        name, value = errors[-1].get("ename"), _ANSI.sub("", str(errors[-1].get("evalue") or ""))
+        described = f"{name}: {value}" if value else str(name)
+        if name == "MemoryError":
+            limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+            if limit != resource.RLIM_INFINITY:
+                described += f" (out of memory: a process may use {limit >> 20} MiB here)"
+        return _limited(described)
     if status == "error":
         return HIDDEN_ERROR
     if "Cell outputs differ" in text:

@@ -1,36 +1,133 @@
-"""Write grading reports (one JSON per submission, a CSV for a class) and print them readably."""
+"""Write grading reports and print them readably.
+
+Two formats. "json" (the default): one JSON report per submission and, for a folder, a class CSV
+(`class.csv`). "gradescope": one Gradescope autograder results file per submission (the shape
+Gradescope reads from /autograder/results/results.json; `results.json` itself when one submission
+was graded) and an otter-style `final_grades.csv` (a row per file, a column per check, total, possible).
+"""
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 import sys
 from pathlib import Path
 
 CSV_COLUMNS = ["submission", "exercise", "status", "score", "max_score", "reason"]
+FORMATS = ("json", "gradescope")
+GRADESCOPE_RESULTS = "results.json"
+FINAL_GRADES = "final_grades.csv"
 _UNSAFE = re.compile(r"[^\w./-]")  # labels are relative paths; anything else becomes "_"
 
 
+def report_names(labels: list) -> list:
+    """A relative report path (ending in .json) per submission label, never two alike.
+
+    A label that had characters replaced gets a short hash of the original, so "a b.ipynb" and
+    "a_b.ipynb" keep two reports; names still alike (ignoring case, for case-insensitive file
+    systems, or given twice) get -2, -3, ... in order.
+    """
+    names, taken = [], set()
+    for label in labels:
+        safe = _UNSAFE.sub("_", label)
+        parts = [part if part not in ("", ".", "..") else "_" for part in safe.split("/")]
+        stem = "/".join(parts)
+        if stem.endswith(".ipynb"):
+            stem = stem[: -len(".ipynb")]
+        if safe != label:
+            stem += "-" + hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        name, number = f"{stem}.json", 2
+        while name.casefold() in taken or name == GRADESCOPE_RESULTS:
+            name, number = f"{stem}-{number}.json", number + 1
+        taken.add(name.casefold())
+        names.append(Path(name))
+    return names
+
+
 def report_path(folder, label: str) -> Path:
-    """Where the JSON report for a submission label goes: its relative path, ending in .json."""
-    relative = Path(_UNSAFE.sub("_", label))
-    return Path(folder) / relative.with_suffix(".json")
+    """Where the JSON report for a single submission label goes."""
+    return Path(folder) / report_names([label])[0]
 
 
 def write_report(report: dict, folder) -> Path:
     """Write one submission's report as JSON under folder; return its path."""
-    path = report_path(folder, report["submission"])
+    return write_reports([report], folder)[0]
+
+
+def write_reports(reports: list, folder, format: str = "json") -> list:
+    """Write every report of a batch under folder, each to its own file; return the paths.
+
+    In the gradescope format each file holds Gradescope's results shape, and a single report is
+    also written to results.json.
+    """
+    paths = []
+    for report, name in zip(reports, report_names([report["submission"] for report in reports])):
+        content = gradescope_results(report) if format == "gradescope" else report
+        paths.append(_write_json(Path(folder) / name, content))
+    if format == "gradescope" and len(reports) == 1:
+        paths.append(_write_json(Path(folder) / GRADESCOPE_RESULTS, gradescope_results(reports[0])))
+    return paths
+
+
+def _write_json(path: Path, content: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def gradescope_results(report: dict) -> dict:
+    """A report in the shape of a Gradescope autograder's results.json.
+
+    Hidden checks become tests visible "after_published": students see them once grades are published.
+    """
+    summary = [f"{report['submission']}: {report['score']}/{report['max_score']}"]
+    if report.get("reason"):
+        summary.append(f"{report['status']}: {report['reason']}")
+    if report.get("sandbox"):
+        summary.append(report["sandbox"])
+    return {
+        "score": report["score"],
+        "execution_time": report.get("seconds", 0),
+        "output": "\n".join(summary),
+        "output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [{"name": check["name"], "score": check["score"], "max_score": check["max_score"],
+                   "status": "passed" if check["score"] == check["max_score"] else "failed",
+                   "visibility": "visible" if check["visibility"] == "visible" else "after_published",
+                   "output": check["feedback"], "output_format": "text"}
+                  for check in report["checks"]],
+        "extra_data": {key: report.get(key) for key in ("submission", "exercise", "status", "reason", "source")},
+    }
+
+
+def write_final_grades(reports: list, path) -> Path:
+    """An otter-style summary: a row per file, a column per check, then total and possible."""
+    check_names = _check_names(reports)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(["file", *check_names, "total", "possible"])
+        for report in reports:
+            scores = {check["name"]: check["score"] for check in report["checks"]}
+            writer.writerow([report["submission"], *[scores.get(name, "") for name in check_names],
+                             report["score"], report["max_score"]])
+    return path
+
+
+def _check_names(reports: list) -> list:
+    names = []
+    for report in reports:
+        names += [check["name"] for check in report["checks"] if check["name"] not in names]
+    return names
 
 
 def write_class_csv(reports: list, path) -> Path:
     """One row per submission: the totals, then one column per check (named like ex01.1)."""
-    check_names = []
-    for report in reports:
-        check_names += [check["name"] for check in report["checks"] if check["name"] not in check_names]
+    check_names = _check_names(reports)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as file:
@@ -49,6 +146,8 @@ def format_report(report: dict) -> str:
     lines = [f"{report['submission']}  ({report['exercise'] or 'unknown exercise'}{kind})"]
     if report["reason"]:
         lines.append(f"  {report['status']}: {report['reason']}")
+    if (report.get("sandbox") or "").startswith("unsandboxed"):
+        lines.append(f"  {report['sandbox']}")
     if report["status"] == "graded":
         for check in report["checks"]:
             hidden = " (hidden)" if check["visibility"] == "hidden" else ""

@@ -1,9 +1,14 @@
 """Run one assembled notebook under nbval in strict mode, in a subprocess, and collect cell outcomes.
 
-The run happens in a fresh temporary folder with its own pytest configuration (so the kit's
-pyproject options do not apply), a private IPython folder (no startup files), a per-cell timeout
-(nbval's) and an overall timeout (ours). Cell outcomes arrive from the probe plugin on a pipe.
-Whatever happens, pytest, the kernel and their children are killed before this returns.
+The run happens in a fresh folder with its own pytest configuration (so the kit's pyproject
+options do not apply), a private IPython folder (no startup files), a per-cell timeout (nbval's)
+and an overall timeout (ours). Cell outcomes arrive from the probe plugin on a pipe; pytest's own
+output goes to another pipe, of which only the end is kept.
+
+With a sandbox (see sandbox.py) the whole run, pytest, the kernel and anything they start, happens
+inside bubblewrap: the folder is a private tmpfs, and when the run ends its PID namespace ends with
+it. Without one the run is a process tree in a temporary folder, killed with psutil at the end.
+Whatever happens, nothing of the run is left when this returns.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ from pathlib import Path
 
 import psutil
 
+from . import sandbox
 from .source import notebook_json
 
 PROBE_PLUGIN = "s09_jsonl_transcript.grading.probe"
-LOG_TAIL_CHARACTERS = 4000
+GUARD_EXTENSION = "s09_jsonl_transcript.grading.guard"
+LOG_TAIL_BYTES = 4000
 _KILL_WAIT_SECONDS = 5
+_MESSAGE_LIMIT = 64 * 1024  # a probe line longer than this is not the probe's
 
 
 @dataclass(frozen=True)
@@ -44,110 +52,244 @@ class RunResult:
     exit_code: int | None = None  # pytest's exit status (None when it was killed)
     log_tail: str = ""  # the end of pytest's own output, for diagnosing the grader
     seconds: float = 0.0
+    tampering: list = field(default_factory=list)  # what the guard or the probe caught, one line each
+    stopped: str | None = None  # why the probe stopped the notebook early (output limit, stopped kernel)
+    guard: str | None = None  # "ready", or why the guard did not start (None when it was not asked for)
 
 
-def run_notebook(notebook, *, cell_timeout: float, total_timeout: float) -> RunResult:
-    """Run the notebook under nbval in a fresh temporary folder; never raises for the notebook's sake."""
+@dataclass(frozen=True)
+class RunSettings:
+    """How to run: timeouts, the sandbox (None for none), its limits, and whether the guard watches."""
+
+    cell_timeout: float
+    total_timeout: float
+    sandboxed: bool = False
+    limits: sandbox.Limits = sandbox.Limits()
+    guard: bool = True
+
+
+def run_notebook(notebook, settings: RunSettings) -> RunResult:
+    """Run the notebook under nbval; never raises for the notebook's sake."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="s09-grade-") as scratch:
         scratch = Path(scratch)
-        notebook_path = _prepare_folder(scratch, notebook)
-        result = _run_pytest(scratch, notebook_path, cell_timeout, total_timeout)
-        result.log_tail = (scratch / "pytest.log").read_text("utf-8", "replace")[-LOG_TAIL_CHARACTERS:]
+        files = _prepare_files(scratch, notebook, settings)
+        if settings.sandboxed:
+            with sandbox.acquire_slot() as slot:
+                result = _run_sandboxed(scratch, files, settings, slot)
+        else:
+            result = _run_unsandboxed(scratch, files, settings)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _run_pytest(scratch: Path, notebook_path: Path, cell_timeout: float, total_timeout: float) -> RunResult:
-    """Start pytest with a pipe for the probe, wait up to total_timeout, then kill what is left."""
+# --------------------------------------------------------------------------- the run folder
+
+# Paths relative to the run folder: on the host for an unsandboxed run, under sandbox.SANDBOX_ROOT inside one.
+PYTEST_INI = "pytest.ini"
+KERNEL_CONFIG = "ipython/profile_default/ipython_kernel_config.py"
+NOTEBOOK = "run/submission.ipynb"  # the kernel's working folder is run/; the probe deletes the notebook
+
+
+def _prepare_files(scratch: Path, notebook, settings: RunSettings) -> dict:
+    """Write the run's files under scratch; return them by relative path."""
+    contents = {PYTEST_INI: "[pytest]\n", NOTEBOOK: notebook_json(notebook),
+                KERNEL_CONFIG: _kernel_config(settings)}
+    for relative, text in contents.items():
+        path = scratch / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return {relative: scratch / relative for relative in contents}
+
+
+def _kernel_config(settings: RunSettings) -> str:
+    lines = ["c = get_config()  # noqa", "c.InteractiveShellApp.exec_files = []",
+             "c.InteractiveShellApp.exec_lines = []"]
+    if settings.guard:  # loaded while the kernel starts, before any cell runs
+        lines.append(f"c.InteractiveShellApp.extensions = [{GUARD_EXTENSION!r}]")
+    return "\n".join(lines) + "\n"
+
+
+def _pytest_command(root: str, report_fd: int, settings: RunSettings) -> list:
+    command = [
+        sys.executable, "-m", "pytest", f"{root}/{NOTEBOOK}",
+        "-c", f"{root}/{PYTEST_INI}", "--rootdir", root, "--confcutdir", root,
+        "-p", "no:cacheprovider", "-p", PROBE_PLUGIN, "-p", "nbval", f"--s09-report-fd={report_fd}",
+        f"--s09-output-limit={settings.limits.output_bytes}",
+        "--nbval", "--nbval-current-env", f"--nbval-cell-timeout={settings.cell_timeout}",
+        f"--nbval-kernel-startup-timeout={min(60.0, settings.total_timeout)}",
+        "-q", "--color=no", "--capture=no",  # the kernel inherits our pipe, not a capture file pytest reads back
+    ]
+    if settings.guard:
+        command.append("--s09-guard")
+    return command
+
+
+def _common_environment(root: str) -> dict:
+    return {
+        "IPYTHONDIR": f"{root}/ipython",  # no profile but ours, no startup files, no shared history
+        "JUPYTER_PLATFORM_DIRS": "1",  # silences jupyter_core's migration warning
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",  # silences the debugger's frozen-modules warning
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # only the plugins named with -p: the probe first, then nbval
+    }
+
+
+# --------------------------------------------------------------------------- two ways to run
+
+
+def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int) -> RunResult:
+    root = sandbox.SANDBOX_ROOT
+    environment = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": sandbox.SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+        "MALLOC_ARENA_MAX": "2",  # fewer 64 MiB arena reservations: the address-space limit is for data
+        **_common_environment(root),
+    }
     read_fd, write_fd = os.pipe()
+    command = sandbox.build_command(
+        _pytest_command(root, write_fd, settings),
+        scratch_files={f"{root}/{relative}": str(path) for relative, path in files.items()},
+        slot=slot, limits=settings.limits, environment=environment, keep_fds=(write_fd,), cwd=root)
     try:
-        with open(scratch / "pytest.log", "wb") as log:
-            process = subprocess.Popen(
-                _pytest_command(scratch, notebook_path, write_fd, cell_timeout, total_timeout),
-                cwd=scratch, env=_environment(scratch), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True)
-    except BaseException:
-        os.close(read_fd)
-        raise
+        process = _start(command.argv, read_fd, write_fd, pass_fds=command.pass_fds, **command.popen_options)
     finally:
-        os.close(write_fd)  # only pytest holds the writing end now: EOF when it is gone
+        command.close()
+    return _supervise(process, read_fd, settings, stop=lambda: _end_sandbox(process))
+
+
+def _run_unsandboxed(scratch: Path, files: dict, settings: RunSettings) -> RunResult:
+    root = str(scratch)
+    dropped = {"MPLBACKEND", "PYTHONSTARTUP", "PYTHONBREAKPOINT"}
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in dropped and not name.startswith(("PYTEST_", "S09_"))}
+    environment.update(_common_environment(root))
+    read_fd, write_fd = os.pipe()
+    process = _start(_pytest_command(root, write_fd, settings), read_fd, write_fd, pass_fds=(write_fd,),
+                     cwd=root, env=environment, start_new_session=True)
     pytest_process = _process_or_none(process.pid)  # taken before we reap it: the pid is still ours
-    result = RunResult()
-    listener = _Listener(read_fd, result)
-    listener.start()
-    try:
-        result.exit_code = process.wait(timeout=total_timeout)
-    except subprocess.TimeoutExpired:
-        result.timed_out = True
-    finally:
+    result_holder = {}
+
+    def stop():
+        listener = result_holder["listener"]
         _kill_tree([pytest_process] + listener.kernels)
         process.wait()
         listener.join(timeout=_KILL_WAIT_SECONDS)
         _kill_tree(listener.kernels)  # in case the kernel was reported after the first kill
+
+    return _supervise(process, read_fd, settings, stop=stop, trust_pids=True, holder=result_holder)
+
+
+def _start(argv: list, read_fd: int, write_fd: int, **options) -> subprocess.Popen:
+    """Start pytest (perhaps inside bwrap); only it holds the pipe's writing end afterwards."""
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                **options)
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+
+
+def _supervise(process: subprocess.Popen, read_fd: int, settings: RunSettings, *, stop, trust_pids: bool = False,
+               holder: dict | None = None) -> RunResult:
+    """Collect the probe's messages and pytest's output until pytest ends or the time is up; then stop."""
+    result = RunResult(guard=None)
+    listener = _Listener(read_fd, result, trust_pids)
+    tail = _Tail(process.stdout)
+    if holder is not None:
+        holder["listener"] = listener
+    listener.start()
+    tail.start()
+    try:
+        result.exit_code = process.wait(timeout=settings.total_timeout)
+    except subprocess.TimeoutExpired:
+        result.timed_out = True
+    finally:
+        stop()
+        listener.join(timeout=_KILL_WAIT_SECONDS)
+        tail.join(timeout=_KILL_WAIT_SECONDS)
+        process.stdout.close()
+    result.log_tail = tail.text()
     return result
 
 
-def _prepare_folder(scratch: Path, notebook) -> Path:
-    """Lay out scratch: an empty pytest config, a private IPython folder, run/ with the notebook."""
-    (scratch / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    (scratch / "ipython").mkdir()
-    run = scratch / "run"  # the kernel's working folder: the probe deletes the notebook from it
-    run.mkdir()
-    notebook_path = run / "submission.ipynb"
-    notebook_path.write_text(notebook_json(notebook), encoding="utf-8")
-    return notebook_path
+def _end_sandbox(process: subprocess.Popen) -> None:
+    """Kill bwrap; its PID namespace, and everything in it, goes with the namespace's first process."""
+    inner = []
+    if process.poll() is None:  # not reaped yet, so the pid is still bwrap's
+        try:
+            inner = psutil.Process(process.pid).children()
+        except psutil.Error:
+            pass
+    for victim in [*inner]:
+        try:
+            victim.kill()  # the namespace's init: the kernel kills every other process in the namespace
+        except psutil.Error:
+            pass
+    process.kill()
+    process.wait()
+    psutil.wait_procs(inner, timeout=_KILL_WAIT_SECONDS)
 
 
-def _pytest_command(scratch: Path, notebook_path: Path, report_fd: int, cell_timeout: float,
-                    total_timeout: float) -> list:
-    return [
-        sys.executable, "-m", "pytest", str(notebook_path),
-        "-c", str(scratch / "pytest.ini"), "--rootdir", str(scratch), "--confcutdir", str(scratch),
-        "-p", "no:cacheprovider", "-p", PROBE_PLUGIN, f"--s09-report-fd={report_fd}",
-        "--nbval", "--nbval-current-env", f"--nbval-cell-timeout={cell_timeout}",
-        f"--nbval-kernel-startup-timeout={min(60.0, total_timeout)}",
-        "-q", "--color=no",
-    ]
+class _Tail(threading.Thread):
+    """Drains pytest's output, keeping only its last LOG_TAIL_BYTES bytes (a flood costs no memory)."""
 
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.data = bytearray()
+        self.total = 0
 
-def _environment(scratch: Path) -> dict:
-    """The grader's environment minus what could change how pytest or the kernel behave."""
-    dropped = {"MPLBACKEND", "PYTHONSTARTUP", "PYTHONBREAKPOINT"}
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in dropped and not name.startswith("PYTEST_")}
-    environment.update(
-        IPYTHONDIR=str(scratch / "ipython"),  # no profile, no startup files, no shared history
-        JUPYTER_PLATFORM_DIRS="1",  # silences jupyter_core's migration warning
-        PYTHONDONTWRITEBYTECODE="1",
-        PYDEVD_DISABLE_FILE_VALIDATION="1",  # silences the debugger's frozen-modules warning
-    )
-    return environment
+    def run(self):
+        try:
+            while chunk := self.stream.read1(65536):
+                self.total += len(chunk)
+                self.data += chunk
+                del self.data[:-LOG_TAIL_BYTES]
+        except (OSError, ValueError):
+            pass
+
+    def text(self) -> str:
+        return bytes(self.data).decode("utf-8", "replace")
 
 
 class _Listener(threading.Thread):
     """Reads the probe's JSON lines into a RunResult until pytest closes the pipe."""
 
-    def __init__(self, read_fd: int, result: RunResult):
+    def __init__(self, read_fd: int, result: RunResult, trust_pids: bool):
         super().__init__(daemon=True)
         self.read_fd = read_fd
         self.result = result
+        self.trust_pids = trust_pids  # a pid from inside a sandbox names some other process out here
         self.kernels = []  # psutil.Process objects: they notice if a pid is reused
 
     def run(self):
-        with open(self.read_fd, encoding="utf-8", errors="replace") as pipe:
-            for line in pipe:
+        with open(self.read_fd, "rb") as pipe:
+            while line := pipe.readline(_MESSAGE_LIMIT):
                 try:
                     message = json.loads(line)
                 except ValueError:
                     continue
-                if message.get("kind") == "kernel":
-                    kernel = _process_or_none(message.get("pid"))
-                    if kernel is not None:
-                        self.kernels.append(kernel)
-                elif message.get("kind") == "cell" and isinstance(message.get("cell"), int):
-                    self.result.cells[message["cell"]] = CellOutcome(
-                        message.get("outcome") == "passed", str(message.get("feedback", "")))
+                if isinstance(message, dict):
+                    self._take(message)
+
+    def _take(self, message: dict) -> None:
+        kind = message.get("kind")
+        if kind == "kernel" and self.trust_pids:
+            kernel = _process_or_none(message.get("pid"))
+            if kernel is not None:
+                self.kernels.append(kernel)
+        elif kind == "cell" and isinstance(message.get("cell"), int):
+            self.result.cells[message["cell"]] = CellOutcome(
+                message.get("outcome") == "passed", str(message.get("feedback", "")))
+        elif kind == "tampering":
+            self.result.tampering.append(str(message.get("what", "")))
+        elif kind == "stopped":
+            self.result.stopped = str(message.get("why", ""))
+        elif kind == "guard":
+            self.result.guard = str(message.get("status", ""))
 
 
 def _process_or_none(pid):

@@ -1,5 +1,5 @@
 # ex03: starts the next shard only when the current one holds more than max_lines lines.
-# loses: ex03.1 ex03.2 ex03.4 ex03.5 ex03.7
+# loses: ex03.1 ex03.2 ex03.4 ex03.5 ex03.7 ex03.10 ex03.11
 # %% ex03-sharded
 class ShardedTranscript:
     """One session's transcript in shard files of at most max_lines lines, indexed in SQLite."""

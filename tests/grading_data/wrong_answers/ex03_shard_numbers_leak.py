@@ -1,5 +1,5 @@
 # ex03: hands out each shard's own sequence numbers instead of the session's.
-# loses: ex03.3 ex03.4 ex03.5 ex03.7 ex03.8 ex03.9
+# loses: ex03.3 ex03.4 ex03.5 ex03.7 ex03.8 ex03.9 ex03.10 ex03.11
 # %% ex03-sharded
 class ShardedTranscript:
     """One session's transcript in shard files of at most max_lines lines, indexed in SQLite."""

@@ -1,5 +1,5 @@
 # ex03: replays whatever shard files it finds, so a missing shard leaves a silent gap.
-# loses: ex03.8
+# loses: ex03.8 ex03.12
 # %% ex03-sharded
 class ShardedTranscript:
     """One session's transcript in shard files of at most max_lines lines, indexed in SQLite."""

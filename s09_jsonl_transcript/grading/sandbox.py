@@ -1,0 +1,273 @@
+"""Run one grading under bubblewrap (bwrap), with resource limits from util-linux's prlimit.
+
+What the sandbox holds, and nothing else:
+
+- read-only: /usr (and the /bin, /lib ... links or folders next to it), a few files of /etc the
+  dynamic linker and Python read, the Python installation and environment the grader runs in, and
+  the kit's package folder. Not the instructor sources, not the submissions, not the reports, not
+  the home folder, not the checkout around the package;
+- writable: a private, size-limited tmpfs at /tmp (the grading folder, HOME) and at /dev/shm;
+- its own PID, network (loopback only), IPC, UTS and cgroup namespaces: nothing started inside can
+  outlive the sandbox, see the grader's processes, or reach the network;
+- limits (prlimit): address space per process, tasks (threads and processes) of the sandbox's
+  user, file size, CPU seconds, open files, no core dumps.
+
+When the grader runs as root, bwrap sets up the mounts as root and `setpriv` then drops to a
+dedicated user id with no capabilities (the process limit is not enforced for root). Run as an
+ordinary user, bwrap uses an unprivileged user namespace instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import site
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+AUTO, REQUIRED, OFF = "auto", "required", "off"
+MODES = (AUTO, REQUIRED, OFF)
+SANDBOX_ROOT = "/tmp/grading"  # the grading folder inside the sandbox
+SANDBOX_HOME = "/tmp/home"
+_UID_BASE = 3_700_000_000  # far above any real account; one id per grading running at once
+_SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf",
+              "hosts", "host.conf", "gai.conf")
+_PROBE_TIMEOUT = 30
+
+
+class SandboxUnavailable(RuntimeError):
+    """`--sandbox required` was asked for, but bubblewrap cannot run here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one grading may use. Memory is address space per process, tasks count threads too."""
+
+    memory_bytes: int = 1 << 30
+    tasks: int = 32
+    file_bytes: int = 64 << 20
+    tmp_bytes: int = 256 << 20
+    shm_bytes: int = 64 << 20
+    open_files: int = 1024
+    output_bytes: int = 1 << 20  # what the notebook may print, in all (enforced by the guard and the probe)
+
+    def describe(self) -> str:
+        return (f"{self.memory_bytes >> 20} MiB of address space per process, {self.tasks} tasks (threads and "
+                f"processes), files up to {self.file_bytes >> 20} MiB, {self.tmp_bytes >> 20} MiB in /tmp, "
+                f"{self.output_bytes >> 10} KiB of printed output")
+
+
+@dataclass(frozen=True)
+class Status:
+    """Whether gradings run sandboxed, and a one-line note saying how (or why not)."""
+
+    enabled: bool
+    note: str
+
+
+@functools.lru_cache(maxsize=None)
+def _tools() -> tuple:
+    return shutil.which("bwrap"), shutil.which("prlimit"), shutil.which("setpriv")
+
+
+def status(mode: str = AUTO) -> Status:
+    """The sandbox this process can use in mode; SandboxUnavailable when mode is required and there is none."""
+    if mode not in MODES:
+        raise ValueError(f"sandbox mode must be one of {', '.join(MODES)}")
+    if mode == OFF:
+        return Status(False, "unsandboxed: --sandbox off was given")
+    problem = _probe()
+    if problem is None:
+        return Status(True, "sandboxed with bubblewrap: " + Limits().describe())
+    if mode == REQUIRED:
+        raise SandboxUnavailable(f"--sandbox required, but {problem}")
+    return Status(False, f"unsandboxed: {problem}; the kernel runs as the grader's own user and can reach "
+                         "everything that user can")
+
+
+@functools.lru_cache(maxsize=None)
+def _probe() -> str | None:
+    """None when a trivial command runs in the sandbox, else why it does not."""
+    if os.name != "posix" or not sys.platform.startswith("linux"):
+        return "bubblewrap needs Linux"
+    bwrap, prlimit, setpriv = _tools()
+    missing = [name for name, path in (("bwrap (Debian package bubblewrap)", bwrap), ("prlimit", prlimit),
+                                       ("setpriv", setpriv if os.geteuid() == 0 else "-")) if path is None]
+    if missing:
+        return "not found: " + ", ".join(missing)
+    with _slot() as slot:
+        command = build_command(["true"], scratch_files={}, slot=slot, limits=Limits())
+        try:
+            done = subprocess.run(command.argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT,
+                                  pass_fds=command.pass_fds, **command.popen_options)
+        except (OSError, subprocess.SubprocessError) as error:
+            return f"bwrap could not start ({error})"
+        finally:
+            command.close()
+    if done.returncode != 0:
+        return f"bwrap failed (exit status {done.returncode}: {done.stderr.decode(errors='replace').strip()[:200]})"
+    return None
+
+
+# --------------------------------------------------------------------------- user ids
+
+
+_slots_lock = threading.Lock()
+_slots_taken: set = set()
+
+
+class _slot:
+    """A small number no other grading of this process holds at the same time (for its user id)."""
+
+    def __enter__(self) -> int:
+        with _slots_lock:
+            number = 0
+            while number in _slots_taken:
+                number += 1
+            _slots_taken.add(number)
+        self.number = number
+        return number
+
+    def __exit__(self, *exc_info):
+        with _slots_lock:
+            _slots_taken.discard(self.number)
+
+
+def acquire_slot():
+    """Context manager: a slot number for one grading (see sandbox_uid)."""
+    return _slot()
+
+
+def sandbox_uid(slot: int) -> int:
+    """The user id a grading runs as when the grader is root: unique per grader process and slot."""
+    return _UID_BASE + (os.getpid() % 1_000_000) * 64 + slot % 64
+
+
+def is_sandbox_uid(uid: int) -> bool:
+    """True for a user id that sandbox_uid hands out."""
+    return _UID_BASE <= uid < _UID_BASE + 1_000_000 * 64
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@dataclass
+class Command:
+    """An argv for Popen, the descriptors it must inherit, and extra Popen options."""
+
+    argv: list
+    pass_fds: tuple
+    popen_options: dict
+    _files: list
+
+    def close(self) -> None:
+        """Close the descriptors opened for bwrap's --file options (after Popen has started)."""
+        for file in self._files:
+            file.close()
+        self._files = []
+
+
+def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits, environment: dict | None = None,
+                  keep_fds: tuple = (), cwd: str = SANDBOX_ROOT) -> Command:
+    """The command that runs inner in a fresh sandbox.
+
+    scratch_files maps a path inside the sandbox (under SANDBOX_ROOT) to a host file whose contents
+    are copied there; environment is the whole environment inside (nothing else passes through).
+    """
+    bwrap, prlimit, setpriv = _tools()
+    as_root = os.geteuid() == 0
+    files, fds = [], list(keep_fds)
+    arguments = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+                 "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grading"]
+    if not as_root:
+        arguments += ["--unshare-user", "--disable-userns"]
+    made = set()
+
+    def folder(path: str, perms: str) -> None:  # with every missing ancestor, as writable as itself
+        for each in [*reversed(Path(path).parents[:-1]), Path(path)]:  # every ancestor but "/"
+            if str(each) not in made:
+                made.add(str(each))
+                arguments.extend(["--perms", perms, "--dir", str(each)])
+
+    for link in _SYSTEM_LINKS:
+        if os.path.islink(link):
+            arguments.extend(["--symlink", os.readlink(link), link])
+        elif os.path.isdir(link):
+            arguments.extend(["--ro-bind", link, link])
+    for path in read_only_paths():
+        for parent in reversed(Path(path).parents[:-1]):
+            if str(parent) not in made and not any(str(parent).startswith(bound + "/") or str(parent) == bound
+                                                   for bound in ("/usr",)):
+                made.add(str(parent))
+                arguments.extend(["--perms", "0755", "--dir", str(parent)])
+        arguments.extend(["--ro-bind", path, path])
+    for name in _ETC_FILES:
+        arguments.extend(["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"])
+    arguments += ["--proc", "/proc", "--dev", "/dev",
+                  "--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
+                  "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    made.add("/tmp")
+    folder(SANDBOX_HOME, "0777")
+    folder(SANDBOX_ROOT, "0777")
+    for inside, host in sorted(scratch_files.items()):
+        folder(str(Path(inside).parent), "0777")
+        file = open(host, "rb")  # noqa: SIM115 - closed by Command.close once bwrap has it
+        files.append(file)
+        fds.append(file.fileno())
+        arguments.extend(["--perms", "0666", "--file", str(file.fileno()), inside])
+    arguments.append("--clearenv")
+    for name, value in sorted((environment or {}).items()):
+        arguments.extend(["--setenv", name, value])
+    arguments += ["--chdir", cwd, "--"]
+    if as_root:  # bwrap ran as root to mount; the grading itself runs as a user of its own, capabilities gone
+        uid = sandbox_uid(slot)
+        arguments += [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+                      "--bounding-set=-all", "--no-new-privs", "--"]
+        tasks = limits.tasks
+    else:
+        tasks = _tasks_of_user(os.getuid()) + limits.tasks
+    cpu_seconds = 3600
+    argv = [prlimit, f"--as={limits.memory_bytes}", f"--nproc={tasks}", f"--fsize={limits.file_bytes}",
+            "--core=0", f"--cpu={cpu_seconds}", f"--nofile={limits.open_files}", "--",
+            *arguments, *inner]
+    return Command(argv, tuple(fds), {"start_new_session": True}, files)
+
+
+def read_only_paths() -> list:
+    """Host folders the grading needs: Python, its environment, the kit's package; none inside another."""
+    import s09_jsonl_transcript
+
+    candidates = {"/usr", sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(os.path.realpath(sys.executable)),
+                  str(Path(s09_jsonl_transcript.__file__).resolve().parent)}
+    candidates.update(path for path in site.getsitepackages() if os.path.isdir(path))
+    user_site = site.getusersitepackages()
+    if isinstance(user_site, str) and user_site in sys.path and os.path.isdir(user_site):
+        candidates.add(user_site)
+    resolved = sorted({os.path.realpath(path) for path in candidates if os.path.isdir(path)} | {
+        path for path in candidates if os.path.isdir(path)})
+    kept = []
+    for path in resolved:
+        if path == "/" or any(path == other or path.startswith(other.rstrip("/") + "/") for other in kept):
+            continue
+        kept.append(path)
+    return kept
+
+
+def _tasks_of_user(uid: int) -> int:
+    """Threads of every process of uid now: RLIMIT_NPROC counts them all, not only the sandbox's."""
+    count = 0
+    for process in psutil.process_iter(["uids", "num_threads"]):
+        try:
+            if process.info["uids"] and process.info["uids"].real == uid:
+                count += process.info["num_threads"] or 1
+        except psutil.Error:
+            continue
+    return count

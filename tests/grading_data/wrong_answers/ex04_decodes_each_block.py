@@ -1,0 +1,27 @@
+# ex04: decodes each block to text as it reads it (replacing what does not decode), so a block
+# boundary inside a multi-byte character garbles that character.
+# loses: ex04.5
+# %% ex04-tail
+def tail_records(file, count, block_size=4096):
+    """The last count records of the JSONL file, oldest first, read in blocks from the end."""
+    if count < 0:
+        raise ValueError(f"count must be >= 0, not {count}")
+    position = file.seek(0, io.SEEK_END)
+    data = ""
+    # One newline more than count marks the start of the oldest line we need.
+    while position > 0 and data.count("\n") <= count:
+        step = min(block_size, position)
+        position -= step
+        file.seek(position)
+        data = file.read(step).decode("utf-8", errors="replace") + data
+    lines = data.split("\n")
+    if position > 0:
+        lines = lines[1:]  # the piece in front of the first newline may be the end of a longer line
+    fragment = lines.pop()  # b"" when the file ends with a newline
+    records = [json.loads(line) for line in lines]
+    if fragment:
+        try:
+            records.append(json.loads(fragment))
+        except ValueError:
+            pass  # a torn write
+    return records[len(records) - count:] if count else []

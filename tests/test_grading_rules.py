@@ -1,0 +1,121 @@
+"""Each rule an exercise's text states, the check that tests it, and a plausible wrong answer that
+breaks that rule and so loses that check (issue 14, part 4).
+
+The table is the review of every exercise's checks against its own text. These tests keep it true
+without a kernel: the check exists, the wrong answer exists and declares that it loses the check.
+That each wrong answer really loses exactly what it declares is tested in test_grading_runs.py,
+through the grader.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+from test_grading_support import EXERCISES, GRADING_DATA, SOURCES
+
+WRONG_ANSWERS = GRADING_DATA / "wrong_answers"
+
+RULES = [
+    # exercise 1: last-turn replay
+    ("ex01", "the last turn is the last user message and every event after it", "ex01.1", "excludes_user_message"),
+    ("ex01", "a tool result is replayed with role user, but it is not a user message", "ex01.1",
+     "counts_a_tool_result_as_a_user_message"),
+    ("ex01", "stop taking events from the iterator as soon as the user message is reached", "ex01.2",
+     "reads_everything"),
+    ("ex01", "the newest event being a user message makes a turn of that message alone", "ex01.4",
+     "excludes_user_message"),
+    ("ex01", "with no user message at all, the whole transcript is one turn", "ex01.5",
+     "no_user_message_means_no_turn"),
+    ("ex01", "with no events, the answer is 0", "ex01.5", "fails_on_an_empty_transcript"),
+    ("ex01", "replay_last_turn gives the chat messages of the last turn, oldest first", "ex01.3",
+     "excludes_user_message"),
+    ("ex01", "built on replay(max_items=n): a turn longer than the default window comes back whole", "ex01.6",
+     "slices_replayed_messages"),
+    # exercise 2: the corruption boundary
+    ("ex02", "a torn write is the start of one more record, with no newline after it", "ex02.1",
+     "tail_ends_with_a_newline"),
+    ("ex02", "make_partial_tail keeps every record already in the file exactly as it was", "ex02.1",
+     "tail_replaces_the_last_newline"),
+    ("ex02", "make_bad_line replaces complete line line_number, counted from 1; the others stay", "ex02.2",
+     "bad_line_counts_from_zero"),
+    ("ex02", "make_bad_line keeps the file's number of lines", "ex02.2", "bad_line_drops_the_final_newline"),
+    ("ex02", "(PARTIAL_TAIL, None) when the only damage is a torn last write", "ex02.3", "cannot_tell_a_torn_tail"),
+    ("ex02", "(CORRUPT, line_number) names the line the reader blames, 1 for the first", "ex02.4", "zero_based_line"),
+    ("ex02", "CORRUPT is whatever makes replay raise, not only lines that are not JSON", "ex02.6", "checks_json_only"),
+    ("ex02", "(CLEAN, None) when the reader accepts every line, a last record without newline too", "ex02.7",
+     "no_final_newline_is_a_torn_tail"),
+    ("ex02", "some reading methods read only the end of the file", "ex02.8", "reads_only_the_tail"),
+    # exercise 3: sharding
+    ("ex03", "when the current shard holds max_lines lines, the next event goes to <session>_2.jsonl, ...",
+     "ex03.1", "rolls_over_late"),
+    ("ex03", "the file, not the index, says how many lines a shard holds (the index may have missed one)",
+     "ex03.10", "rolls_over_by_the_index_count"),
+    ("ex03", "the index holds each shard's session, number, file, first and last sequence and line count",
+     "ex03.2", "rolls_over_late"),
+    ("ex03", "append returns the record with the session's sequence, session_id and event_id", "ex03.3",
+     "append_returns_shard_ids"),
+    ("ex03", "read_events numbers the session's events 1, 2, 3, ... without a gap", "ex03.3", "shard_numbers_leak"),
+    ("ex03", "a new ShardedTranscript on the same folder carries on where the last one stopped", "ex03.4",
+     "rolls_over_late"),
+    ("ex03", "max_lines defaults to 10,000; max_lines=1 gives one shard per event", "ex03.5", "rolls_over_late"),
+    ("ex03", "a max_lines that is not a whole number >= 1 is refused with ValueError", "ex03.6",
+     "accepts_a_fractional_limit"),
+    ("ex03", "several sessions share one folder and one index", "ex03.11", "index_ignores_the_session"),
+    ("ex03", "a shard file that is missing is corruption", "ex03.8", "trusts_missing_files"),
+    ("ex03", "a shard holding fewer records than its row says is corruption", "ex03.12",
+     "checks_only_that_files_exist"),
+    ("ex03", "a shard that does not start right after the one before it is corruption", "ex03.12",
+     "trusts_the_index_numbers"),
+    ("ex03", "the newest shard may hold more records than its row says: keep them", "ex03.9",
+     "requires_exact_counts"),
+    # exercise 4: the tail reader
+    ("ex04", "the last count records, oldest first", "ex04.1", "newest_first"),
+    ("ex04", "count == 0 gives []", "ex04.2", "count_zero_returns_everything"),
+    ("ex04", "read block_size bytes at a time from the end and stop as soon as there are enough lines",
+     "ex04.3", "reads_whole_file"),
+    ("ex04", "an unterminated last line that does not parse is a torn write: skip it", "ex04.4", "parses_a_torn_tail"),
+    ("ex04", "a line can be longer than a block", "ex04.5", "splits_each_block"),
+    ("ex04", "a block boundary can fall inside a multi-byte UTF-8 character", "ex04.5", "decodes_each_block"),
+    ("ex04", "an unterminated last line that parses is a record that lost its newline: keep it", "ex04.6",
+     "drops_a_record_without_newline"),
+    ("ex04", "a negative count raises ValueError", "ex04.7", "splits_each_block"),
+    # exercise 5: the hash chain
+    ("ex05", "prev is the line_hash of the last complete line's raw bytes (GENESIS for the first)", "ex05.1",
+     "hashes_reencoded_json"),
+    ("ex05", "each line is compact JSON", "ex05.10", "pretty_printed_lines"),
+    ("ex05", "an event that already has prev is refused with ValueError, and nothing is written", "ex05.8",
+     "overwrites_a_given_prev"),
+    ("ex05", "verify gives None when the chain holds (a chain with no file yet too)", "ex05.2",
+     "missing_file_raises"),
+    ("ex05", "the first break is the first line whose prev does not match: after line 3 is edited, line 4",
+     "ex05.3", "blames_the_edited_line"),
+    ("ex05", "with head, the chain must end at head, else it breaks at the last line", "ex05.4", "ignores_the_head"),
+    ("ex05", "with head, an empty file breaks at line 1", "ex05.9", "empty_file_with_a_head"),
+    ("ex05", "only complete lines count: a torn fragment at the end is not a line", "ex05.7",
+     "counts_a_torn_write_as_a_line"),
+    ("ex05", "verify reports what it finds and never raises on a damaged file", "ex05.6", "decodes_before_parsing"),
+]
+
+
+def declared_losses(path: Path) -> set:
+    return set(re.search(r"^# loses: (.+)$", path.read_text(encoding="utf-8"), re.MULTILINE).group(1).split())
+
+
+@pytest.mark.parametrize("exercise, rule, check, wrong", RULES, ids=[f"{rule[0]}-{rule[3]}" for rule in RULES])
+def test_a_rule_has_a_check_that_its_wrong_answer_loses(exercise, rule, check, wrong):
+    assert check in {entry.name for entry in SOURCES[exercise].checks}
+    path = WRONG_ANSWERS / f"{exercise}_{wrong}.py"
+    assert path.exists(), f"no wrong answer {path.name}"
+    assert check in declared_losses(path), f"{path.name} does not lose {check}"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_every_check_is_lost_by_some_wrong_answer(exercise):
+    lost = set().union(*(declared_losses(path) for path in WRONG_ANSWERS.glob(f"{exercise}_*.py")))
+    checks = {check.name for check in SOURCES[exercise].checks}
+    assert checks <= lost, f"checks no wrong answer fails: {sorted(checks - lost)}"
+
+
+def test_every_wrong_answer_stands_for_a_rule():
+    used = {f"{exercise}_{wrong}.py" for exercise, _, _, wrong in RULES}
+    assert {path.name for path in WRONG_ANSWERS.glob("ex*.py")} == used

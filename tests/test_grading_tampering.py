@@ -1,0 +1,119 @@
+"""In-kernel tampering (issue 14, part 3): each technique in tests/grading_data/tampering is a real
+submission that fakes every check of exercise 1 while its answers are still stubs.
+
+With the guard off (GradingOptions(detect_tampering=False)) each scores full marks: that is what
+makes it a technique worth detecting. With the guard on, each scores 0, and the reason says
+"tampering detected" and what was found. Well-known extensions (matplotlib's inline backend,
+autoreload) are not taken for tampering. The last test pins down what the guard cannot stop: a
+submission written against the guard itself; the README lists it as not stopped.
+"""
+
+import os
+
+import pytest
+from test_grading_support import (
+    GRADING_DATA,
+    SOURCES,
+    answer_cells,
+    reference_answers,
+    with_answers,
+    write_notebook,
+)
+
+from s09_jsonl_transcript.grading.grader import GradingOptions, find_submissions, grade_many
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
+
+TAMPERING = GRADING_DATA / "tampering"
+TECHNIQUES = sorted(path.stem for path in TAMPERING.glob("*.py") if not path.stem.startswith("innocent"))
+FULL_MARKS = SOURCES["ex01"].max_score
+
+AGAINST_THE_GUARD = '''
+import hashlib, hmac, json, sys
+
+_guard_module = sys.modules["s09_jsonl_transcript.grading.guard"]
+_cells = {type(cell.cell_contents).__name__: cell.cell_contents for cell in _guard_module.verdict.__closure__}
+_key, _guard = _cells["bytes"], _cells["_Guard"]
+
+
+def _forged(nonce):
+    mac = hmac.new(_key, json.dumps([nonce, _guard.cell_hash, []]).encode(), hashlib.sha256).hexdigest()
+    return json.dumps({"nonce": nonce, "cell": _guard.cell_hash, "problems": [], "mac": mac})
+
+
+_guard_module.verdict = _forged
+'''
+
+
+def tampered_folder(folder, techniques: list) -> None:
+    for name in techniques:
+        answers = answer_cells((TAMPERING / f"{name}.py").read_text(encoding="utf-8"))
+        write_notebook(folder / f"ex01_{name}.ipynb", with_answers("ex01", answers))
+
+
+def graded(folder, detect: bool) -> dict:
+    reports = grade_many(find_submissions([folder]), SOURCES, options=GradingOptions(detect_tampering=detect))
+    return {report["submission"][len("ex01_"):-len(".ipynb")]: report for report in reports}
+
+
+@pytest.fixture(scope="module")
+def with_guard(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tampered")
+    tampered_folder(folder, TECHNIQUES)
+    innocent = answer_cells((TAMPERING / "innocent_extensions.py").read_text(encoding="utf-8"))
+    write_notebook(folder / "ex01_innocent_extensions.ipynb",
+                   with_answers("ex01", {**reference_answers("ex01"), **innocent}))
+    post_run_cell = (TAMPERING / "post_run_cell_hook.py").read_text(encoding="utf-8")
+    write_notebook(folder / "ex01_against_the_guard.ipynb", with_answers("ex01", {
+        "ex01-turn-length": answer_cells(post_run_cell)["ex01-turn-length"] + "\n" + AGAINST_THE_GUARD}))
+    return graded(folder, detect=True)
+
+
+@pytest.fixture(scope="module")
+def without_guard(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tampered-unguarded")
+    tampered_folder(folder, TECHNIQUES)
+    return graded(folder, detect=False)
+
+
+def scores(report: dict) -> list:
+    return [(check["name"], check["score"], check["feedback"][:80]) for check in report["checks"]]
+
+
+@pytest.mark.parametrize("technique", TECHNIQUES)
+def test_without_the_guard_the_technique_scores_full_marks(without_guard, technique):
+    report = without_guard[technique]
+    assert report["status"] == "graded"
+    assert report["score"] == FULL_MARKS, scores(report)
+
+
+@pytest.mark.parametrize("technique", TECHNIQUES)
+def test_with_the_guard_the_technique_scores_zero_as_tampering(with_guard, technique):
+    report = with_guard[technique]
+    assert report["status"] == "graded" and report["score"] == 0, scores(report)
+    assert report["reason"].startswith("tampering detected: "), report["reason"]
+    assert all(check["feedback"] == report["reason"] for check in report["checks"])
+    assert len(report["checks"]) == len(SOURCES["ex01"].checks), "hidden checks count too"
+
+
+@pytest.mark.parametrize("technique, found", [
+    ("input_transformer", "an input transformer was added or removed (cleanup_transforms)"),
+    ("ast_transformer", "an AST transformer was added or removed"),
+    ("post_run_cell_hook", "a post_run_cell hook was added"),
+    ("custom_exception_handler", "a custom exception handler was set (set_custom_exc)"),
+    ("replaced_run_cell", "the shell had run_cell replaced"),
+    ("rewritten_replies", "the check's reply carries no verdict from the grader's guard"),
+])
+def test_the_reason_names_what_was_found(with_guard, technique, found):
+    assert found in with_guard[technique]["reason"]
+
+
+def test_matplotlib_and_autoreload_are_not_taken_for_tampering(with_guard):
+    report = with_guard["innocent_extensions"]
+    assert report["reason"] is None and report["score"] == FULL_MARKS, scores(report)
+
+
+def test_a_submission_written_against_the_guard_itself_is_not_stopped(with_guard):
+    """A known limit, listed in the README: code that reads the guard's key from its memory forges verdicts."""
+    report = with_guard["against_the_guard"]
+    assert report["score"] == FULL_MARKS, scores(report)
