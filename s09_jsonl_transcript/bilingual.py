@@ -1,6 +1,7 @@
 """The notebooks in two languages from one source: build the Chinese notebooks, and check both agree.
 
     python -m s09_jsonl_transcript.bilingual extract    add the new or changed English cells to the Chinese text
+    python -m s09_jsonl_transcript.bilingual accept     mark the sections you translated as done (they hold Chinese)
     python -m s09_jsonl_transcript.bilingual build      write notebooks/zh/*.ipynb and run both languages
     python -m s09_jsonl_transcript.bilingual check      exit 1 (saying why) when the two languages disagree
 
@@ -130,6 +131,30 @@ def extract(pair: Pair) -> list[str]:
     return work
 
 
+def accept(pair: Pair) -> tuple[list[str], list[str]]:
+    """Mark translated sections done: each todo section whose text holds Chinese gets the English fingerprint.
+
+    Returns (the cell ids accepted, the cell ids still todo because their text has no Chinese).
+    """
+    english = {cell.id: cell.source for cell in nbformat.read(pair.english, as_version=4).cells}
+    sections, accepted, left = [], [], []
+    for section in read_text(pair.text).values():
+        if section.english_fingerprint == "todo":
+            if has_chinese(section.text):
+                section = Section(section.cell_id, fingerprint(english[section.cell_id]), section.text)
+                accepted.append(section.cell_id)
+            else:
+                left.append(section.cell_id)
+        sections.append(section)
+    write_text(pair.text, pair.name, sections)
+    return accepted, left
+
+
+def has_chinese(text: str) -> bool:
+    """True when text holds at least one CJK ideograph."""
+    return any("\u4e00" <= character <= "\u9fff" for character in text)
+
+
 # --------------------------------------------------------------------------- building
 
 
@@ -245,7 +270,7 @@ def main(argv=None) -> int:
     """The command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m s09_jsonl_transcript.bilingual",
                                      description="Build and check the Chinese notebooks from the English ones.")
-    parser.add_argument("command", choices=("extract", "build", "check"))
+    parser.add_argument("command", choices=("extract", "accept", "build", "check"))
     parser.add_argument("names", nargs="*", help="notebook names (default: all), e.g. 01_events_on_disk")
     parser.add_argument("--no-run", action="store_true", help="build: write the notebooks without running them")
     args = parser.parse_args(argv)
@@ -255,6 +280,10 @@ def main(argv=None) -> int:
         if args.command == "extract":
             work = extract(pair)
             print(f"{pair.name}: {len(work)} section(s) to translate" + (f": {', '.join(work)}" if work else ""))
+        elif args.command == "accept":
+            accepted, left = accept(pair)
+            print(f"{pair.name}: {len(accepted)} section(s) accepted" + (f"; still todo (no Chinese): {', '.join(left)}"
+                                                                      if left else ""))
         elif args.command == "build":
             seconds = build(pair, run=not args.no_run)
             print(f"{pair.name}: built" + (f", run in {seconds} s" if seconds else " (not run)"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -111,4 +112,6 @@ def use_cjk_font() -> str:
         font_manager.fontManager.addfont(path)
     family = font_manager.FontProperties(fname=path).get_name()
     rcParams["font.family"] = ["DejaVu Sans", family]
+    # With the font in place no glyph should be missing: if one is, fail the cell instead of drawing a box.
+    warnings.filterwarnings("error", message=r"Glyph \d+ .* missing from font", category=UserWarning)
     return family

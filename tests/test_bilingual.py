@@ -6,6 +6,7 @@ import pytest
 from s09_jsonl_transcript.bilingual import (
     Pair,
     Section,
+    accept,
     build,
     chinese_notebook,
     extract,
@@ -136,3 +137,14 @@ def test_a_section_repeated_in_the_text_file_is_refused(translated):
     translated.text.write_text(content + content.split("\n", 1)[1], encoding="utf-8")
     with pytest.raises(ValueError, match="two sections"):
         read_text(translated.text)
+
+
+def test_accept_marks_only_sections_that_hold_chinese(folder):
+    pair = Pair.named("01_toy", folder)
+    extract(pair)
+    sections = read_text(pair.text)
+    write_text(pair.text, pair.name, [Section("intro", "todo", "# 1. 一个玩具"), sections["prose"]])
+    assert accept(pair) == (["intro"], ["prose"])
+    after = read_text(pair.text)
+    assert after["intro"].english_fingerprint == fingerprint("# 1. A toy")
+    assert after["prose"].english_fingerprint == "todo"  # still English: left for the translator
