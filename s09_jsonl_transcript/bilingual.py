@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import os
 import re
 import sys
 import time
@@ -50,6 +51,7 @@ class Pair:
     english: Path
     chinese: Path
     text: Path
+    language_cell: bool = True  # the first code cell says i18n.use("en"); exercises print both languages instead
 
     @classmethod
     def named(cls, name: str, folder: Path = NOTEBOOKS) -> Pair:
@@ -164,7 +166,8 @@ def chinese_notebook(pair: Pair) -> nbformat.NotebookNode:
     sections = read_text(pair.text)
     chinese = copy.deepcopy(english)
     chinese.metadata["language_info"] = english.metadata.get("language_info", {})
-    chinese.metadata["s09"] = {"language": "zh", "source": f"../en/{pair.english.name}"}
+    source = Path(os.path.relpath(pair.english, pair.chinese.parent)).as_posix()
+    chinese.metadata.setdefault("s09", {}).update({"language": "zh", "source": source})  # keeps an exercise's id
     for cell in chinese.cells:
         if cell.cell_type == "markdown":
             section = sections.get(cell.id)
@@ -238,7 +241,7 @@ def problems(pair: Pair) -> list[str]:
                 found.append(f"{where}: the outputs hold different numbers "
                              f"(en {sorted(numbers_in(en_cell))[:8]}..., zh {sorted(numbers_in(zh_cell))[:8]}...)")
     first_code = next((c for c in english.cells if c.cell_type == "code"), None)
-    if first_code is None or LANGUAGE_LINE["en"] not in first_code.source:
+    if pair.language_cell and (first_code is None or LANGUAGE_LINE["en"] not in first_code.source):
         found.append(f"the first code cell of {pair.english.name} must say {LANGUAGE_LINE['en']}")
     return found
 
