@@ -1,5 +1,6 @@
-"""One colour-blind-safe palette (Okabe and Ito) for every figure in the kit."""
+"""One colour-blind-safe palette (Okabe and Ito) for every figure in the kit, and the verdicts' names."""
 
+from .. import i18n
 from ..code import (
     TYPE_AI_TITLE,
     TYPE_FILE_SNAPSHOT,
@@ -8,6 +9,8 @@ from ..code import (
     TYPE_MESSAGE,
     TYPE_REASONING,
 )
+
+tr = i18n.translator("style")
 
 OKABE_ITO = {
     "orange": "#E69F00",
@@ -36,3 +39,14 @@ VERDICT_COLORS = {
     "corrupt": OKABE_ITO["orange"],
     "accepted with different content": OKABE_ITO["vermillion"],
 }
+
+
+def verdict_label(kind: str) -> str:
+    """A reader's verdict (damage.CLEAN, PARTIAL_TAIL, CORRUPT, SILENT) in the language in use, for display."""
+    labels = {
+        "clean": tr("clean"),
+        "partial tail ignored": tr("partial tail ignored"),
+        "corrupt": tr("corrupt"),
+        "accepted with different content": tr("accepted with different content"),
+    }
+    return labels.get(kind, kind)
