@@ -375,6 +375,14 @@ def test_the_saved_sanity_check_passed_and_no_cell_cleans_up():
     assert not any("cleanup(" in "".join(cell["source"]) for cell in cells)
 
 
+def test_the_saved_read_model_keeps_the_renamed_title_through_a_rebuild():
+    cells = code_cells(saved())
+    rebuilt = next(cell for cell in cells if "index.db_path.unlink()" in "".join(cell["source"]))
+    shown = "".join(text_outputs(rebuilt))
+    assert "renamed title survived: True" in shown and "every row is the same as before the delete: True" in shown
+    assert "notes/chat  Why append-only?" in shown  # the JSONL scan shows it too, before the sync
+
+
 def run_cell(client, notebook, source):
     cell = nbformat.v4.new_code_cell(source)
     notebook.cells.append(cell)
