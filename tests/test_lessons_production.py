@@ -26,6 +26,7 @@ from s09_jsonl_transcript.lessons import production  # noqa: E402
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
 from s09_jsonl_transcript.turns import (  # noqa: E402
     DEPARTURES,
+    RERUN,
     RUNNING,
     STATES,
     TRANSITIONS,
@@ -197,6 +198,15 @@ def test_an_unfinished_turn_is_resumed_never_re_run():
         assert "re-run" not in plan.action and "run it again" not in plan.action
         if plan.state == RUNNING and plan.status.open_turn is not None and count != 34:  # 34: the turn timed out
             assert plan.action.count("resume turn") == 1 and f"resume turn {plan.status.open_turn}" in plan.action
+
+
+def test_the_state_machines_decision_and_the_plan_agree_an_open_turn_is_resumed():
+    for row in production.crash_points():
+        status, plan = row["status"], row["plan"]
+        if status.state == RUNNING and status.open_turn is not None:
+            assert status.decision == RERUN and RERUN.startswith("resume")
+            if row["events"] != 34:  # 34: the turn's turn_timeout is on disk, it is closed instead
+                assert f"resume turn {status.open_turn}" in plan.action
 
 
 def test_a_pending_tool_that_changed_the_world_needs_an_idempotency_key_or_the_user():
