@@ -6,6 +6,7 @@ import math
 import random
 import re
 import statistics
+from html import escape
 from pathlib import Path
 
 import matplotlib
@@ -23,7 +24,18 @@ from nbclient import NotebookClient  # noqa: E402
 from s09_jsonl_transcript.code import JSONLTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import production  # noqa: E402
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
-from s09_jsonl_transcript.turns import RERUN, RUNNING, TURNS_SCRIPT, session_status  # noqa: E402
+from s09_jsonl_transcript.turns import (  # noqa: E402
+    DEPARTURES,
+    RERUN,
+    RUNNING,
+    STATES,
+    TRANSITIONS,
+    TURNS_SCRIPT,
+    command_event,
+    session_status,
+    turn_end_event,
+    turn_start_event,
+)
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "en" / "07_lesson_to_production.ipynb"
 HTML_TAG = re.compile(r"</?(div|table|thead|tbody|tr|td|th|span|b|i|p|br|em|strong|code|pre|ul|li|a)\b[^>]*>",
@@ -164,18 +176,37 @@ def test_the_other_plots_have_titles_labels_and_legends(measured):
 # --------------------------------------------------------------------------- recovery plans
 
 
+# Where TURNS_SCRIPT leaves the session outside a running one: before any marker, after turns 1 and 3
+# (complete), 2 (error), the pause in turn 3, turns 4 (user_interrupt), 5 (compaction_trigger) and 6 (expired).
+OUTSIDE_A_RUN = (0, 9, 14, 19, 22, 25, 29, 35)
+
+
 def test_a_plan_outside_a_turn_is_the_state_machines_decision():
-    for count in (0, 9, 14, 18, 21, 25):
+    rows = production.crash_points()
+    assert [row["events"] for row in rows if row["plan"].state != RUNNING] == list(OUTSIDE_A_RUN)
+    for count in OUTSIDE_A_RUN:
         status = session_status(prefix(count))
         plan = production.recovery_plan(prefix(count))
         assert plan.state != RUNNING and plan.action == status.decision and plan.status == status
+    assert {row["plan"].state for row in rows} == set(STATES)  # the script reaches every state
 
 
 def test_an_unfinished_turn_is_resumed_never_re_run():
     for count, row in enumerate(production.crash_points()):
         assert row["events"] == count
-        if row["plan"].state == RUNNING:
-            assert RERUN not in row["plan"].action and row["plan"].action.count("resume turn") == 1
+        plan = row["plan"]
+        assert "re-run" not in plan.action and "run it again" not in plan.action
+        if plan.state == RUNNING and plan.status.open_turn is not None and count != 34:  # 34: the turn timed out
+            assert plan.action.count("resume turn") == 1 and f"resume turn {plan.status.open_turn}" in plan.action
+
+
+def test_the_state_machines_decision_and_the_plan_agree_an_open_turn_is_resumed():
+    for row in production.crash_points():
+        status, plan = row["status"], row["plan"]
+        if status.state == RUNNING and status.open_turn is not None:
+            assert status.decision == RERUN and RERUN.startswith("resume")
+            if row["events"] != 34:  # 34: the turn's turn_timeout is on disk, it is closed instead
+                assert f"resume turn {status.open_turn}" in plan.action
 
 
 def test_a_pending_tool_that_changed_the_world_needs_an_idempotency_key_or_the_user():
@@ -185,9 +216,45 @@ def test_a_pending_tool_that_changed_the_world_needs_an_idempotency_key_or_the_u
 
 
 @pytest.mark.parametrize("count, tool", [(4, "read_file (call_1)"), (12, "run_tests (call_3)"),
-                                         (16, "run_tests (call_4)")])
+                                         (17, "run_tests (call_4)"), (31, "run_tests (call_5)")])
 def test_a_pending_tool_that_is_safe_to_repeat_is_run_again(count, tool):
     assert production.recovery_plan(prefix(count)).action.startswith(f"run {tool} again (safe to repeat)")
+
+
+def test_a_call_whose_tool_timeout_is_on_disk_gets_its_error_result_not_a_second_run():
+    assert TURNS_SCRIPT[31]["limit"] == "tool_timeout"  # event 32: call_5 timed out, its result not yet written
+    action = production.recovery_plan(prefix(32)).action
+    assert action == ("run_tests (call_5) timed out (its tool_timeout is on disk): append its error result, "
+                      "resume turn 6")
+
+
+def test_a_turn_whose_turn_timeout_is_on_disk_gets_its_turn_end_and_the_session_expires():
+    assert TURNS_SCRIPT[33]["limit"] == "turn_timeout"  # event 34: turn 6 timed out, its turn_end not yet written
+    plan = production.recovery_plan(prefix(34))
+    assert plan.state == RUNNING and "append its turn_end (timeout)" in plan.action
+    assert "start a new session" in plan.action and "resume" not in plan.action
+    assert production.recovery_plan(prefix(35)).state == "expired"  # which is where that turn_end leads
+
+
+def test_a_run_begun_before_its_turn_starts_that_turn():
+    retried = production.recovery_plan(prefix(15))  # the retry_command, no turn_start yet
+    assert (retried.state, retried.status.open_turn) == (RUNNING, None)
+    assert retried.action == "no turn is open: the retry_command is on disk; start turn 3 (reason retry)"
+    asked = [turn_start_event(1), turn_end_event(1, "complete"),
+             {"type": "message", "role": "user", "content": "and now?"}]
+    asked = [{**event, "sequence": number} for number, event in enumerate(asked, 1)]
+    assert production.recovery_plan(asked).action == (
+        "no turn is open: the user's message is on disk; start turn 2 to answer it")
+
+
+def test_every_pending_call_of_the_turn_gets_an_answer():
+    events = [turn_start_event(1),
+              {"type": "function_call", "callId": "a", "name": "read_file", "arguments": {}},
+              {"type": "function_call", "callId": "b", "name": "write_file", "arguments": {}},
+              command_event("pause_command"), command_event("resume_command")]
+    action = production.recovery_plan([{**e, "sequence": n} for n, e in enumerate(events, 1)]).action
+    assert action.startswith("run read_file (a) again (safe to repeat), append its result; write_file (b) may have run")
+    assert action.endswith("append the answer, resume turn 1")
 
 
 @pytest.mark.parametrize("count", [7, 8])
@@ -215,9 +282,19 @@ def test_the_table_has_one_row_per_run_of_equal_plans_and_covers_every_point():
     assert all(a != b for a, b in zip(actions, actions[1:])) and len(cells) < len(rows)
 
 
+def test_the_transition_and_departure_tables_show_the_library_rows_in_order():
+    html = production.transition_table().data
+    rows = re.findall(r"<tr><td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td></tr>", html)
+    assert rows == [(state, trigger, target) for (state, trigger), target in TRANSITIONS.items()]
+    departures = production.departures_table().data
+    assert departures.count("<tr><td") == len(DEPARTURES)
+    for row in DEPARTURES:
+        assert all(escape(row[key]) in departures for key in ("topic", "design", "kit", "why"))
+
+
 # ---------------------------------------------------------------------- the crash lab, pressed as a student would
 
-ORDER = [7, 7, 6, 0, 25, 4, 12, 7]  # the same point twice, then back and forth
+ORDER = [7, 7, 6, 0, 35, 19, 32, 15, 7]  # the same point twice, then back and forth
 
 
 def test_the_main_control_works_pressed_many_times_in_any_order(tmp_path):
@@ -308,6 +385,14 @@ def test_the_saved_sanity_check_passed_and_no_cell_cleans_up():
     assert not any("cleanup(" in "".join(cell["source"]) for cell in cells)
 
 
+def test_the_saved_read_model_keeps_the_renamed_title_through_a_rebuild():
+    cells = code_cells(saved())
+    rebuilt = next(cell for cell in cells if "index.db_path.unlink()" in "".join(cell["source"]))
+    shown = "".join(text_outputs(rebuilt))
+    assert "renamed title survived: True" in shown and "every row is the same as before the delete: True" in shown
+    assert "notes/chat  Why append-only?" in shown  # the JSONL scan shows it too, before the sync
+
+
 def run_cell(client, notebook, source):
     cell = nbformat.v4.new_code_cell(source)
     notebook.cells.append(cell)
@@ -337,7 +422,7 @@ def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops
         first = [dict(output) for output in audit_cell.outputs]
         client.execute_cell(audit_cell, notebook.cells.index(audit_cell))  # run it again after Run All
         assert [dict(output) for output in audit_cell.outputs] == first
-        assert "5 turns ended" in run_cell(client, notebook, audit_cell.source)
+        assert "6 turns ended" in run_cell(client, notebook, audit_cell.source)
         assert run_cell(client, notebook, "lab.point.value = 6\nlab.button.click()\nprint(lab.summary)").startswith(
             "crash 2: killed after 6 events")
     if kernel.is_alive():

@@ -30,7 +30,7 @@ EVENTS = st.one_of(
 def expected_window_messages(events, window):
     """An independent statement of the replay rule: map the last `window` events to messages,
     dropping tool results whose call is not inside the window."""
-    chosen = events[len(events) - window:] if window else []
+    chosen = events[max(len(events) - window, 0):] if window else []  # a window past the start holds all
     calls = {e["callId"] for e in chosen if e["type"] == "function_call"}
     messages = []
     for event in chosen:

@@ -192,9 +192,10 @@ def test_pause_and_resume_are_commands_and_the_turn_stays_open():
     assert (resumed.state, resumed.open_turn) == (turns.RUNNING, 1)
 
 
-def test_an_open_turn_is_running_and_must_be_rerun():
+def test_an_open_turn_is_running_and_is_resumed_not_run_again():
     status = session_status(numbered([turn_start_event(1), user()]))
     assert (status.state, status.decision, status.open_turn, status.last_turn) == (turns.RUNNING, turns.RERUN, 1, 1)
+    assert status.decision.startswith("resume") and "re-run" not in status.decision  # the tool rule's word
 
 
 DECISIONS = {

@@ -27,6 +27,7 @@ from .. import bench
 from ..code import (
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
+    TYPE_MESSAGE,
     JSONLTranscript,
     MockLLM,
     kill_child,
@@ -34,7 +35,24 @@ from ..code import (
     start_child,
     ticking_clock,
 )
-from ..turns import RUNNING, TURNS_SCRIPT, TYPE_TURN_START, SessionStatus, session_status
+from ..turns import (
+    DEPARTURES,
+    RUNNING,
+    START_USER,
+    TOOL_TIMEOUT,
+    TRANSITIONS,
+    TURN_TIMEOUT,
+    TURNS_SCRIPT,
+    TYPE_RESUME,
+    TYPE_RETRY,
+    TYPE_TIMEOUT,
+    TYPE_TURN_END,
+    TYPE_TURN_START,
+    USER_MESSAGE,
+    SessionStatus,
+    session_status,
+    trigger_of,
+)
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import OKABE_ITO
 
@@ -374,58 +392,100 @@ class RecoveryPlan:
         return f"{self.state}: {self.action}{anomalies}"
 
 
-def _open_turn_calls(events: list) -> tuple[list, set]:
-    """The function_call events since the last turn_start, and the callIds answered by a result."""
+@dataclass(frozen=True)
+class _OpenTurn:
+    """What the events since the last turn_start say about that turn's tools and limits."""
+
+    calls: list  # function_call events, in order
+    answered: set  # callIds with a result
+    tool_timeouts: set  # callIds whose tool_timeout is recorded
+    turn_timed_out: bool  # a turn_timeout is recorded
+
+
+def _open_turn(events: list) -> _OpenTurn:
     start = max((i for i, event in enumerate(events) if event["type"] == TYPE_TURN_START), default=-1)
     turn = events[start + 1:]
-    calls = [event for event in turn if event["type"] == TYPE_FUNCTION_CALL]
-    answered = {event["callId"] for event in turn if event["type"] == TYPE_FUNCTION_CALL_RESULT}
-    return calls, answered
+    limits = [(event.get("limit"), event.get("callId")) for event in turn if event["type"] == TYPE_TIMEOUT]
+    return _OpenTurn([event for event in turn if event["type"] == TYPE_FUNCTION_CALL],
+                     {event["callId"] for event in turn if event["type"] == TYPE_FUNCTION_CALL_RESULT},
+                     {call_id for limit, call_id in limits if limit == TOOL_TIMEOUT},
+                     any(limit == TURN_TIMEOUT for limit, _ in limits))
+
+
+def _answer_pending(call: dict, turn: _OpenTurn) -> str:
+    """What to do about one call with no result, by the tool rule (and the tool_timeout, if one is recorded)."""
+    what = f"{call['name']} ({call['callId']})"
+    if call["callId"] in turn.tool_timeouts:
+        return f"{what} timed out (its tool_timeout is on disk): append its error result"
+    if call["name"] in SAFE_TO_REPEAT:
+        return f"run {what} again (safe to repeat), append its result"
+    return (f"{what} may have run: repeat it only with an idempotency key the tool honours, "
+            f"else ask the user; append the answer")
+
+
+def _start_next_turn(events: list, status: SessionStatus) -> str:
+    """The plan for a run that has begun (a retry_command or a user message on disk) before any turn_start."""
+    number = (status.last_turn or 0) + 1
+    triggers = [event for event in events if trigger_of(event) in (TYPE_RETRY, USER_MESSAGE, TYPE_RESUME)]
+    last = trigger_of(triggers[-1]) if triggers else None
+    if last == TYPE_RETRY:
+        return f"no turn is open: the retry_command is on disk; start turn {number} (reason retry)"
+    if last == USER_MESSAGE:
+        return f"no turn is open: the user's message is on disk; start turn {number} to answer it"
+    return f"no turn is open: start turn {number}"
 
 
 def recovery_plan(events) -> RecoveryPlan:
     """The session's state (turns.session_status) and what to do; an open turn is resumed, never blindly re-run.
 
-    Inside an unfinished turn the events already on disk are evidence: what they record happened and
-    is not done again. A tool call with no result may or may not have run. If the tool is safe to
-    repeat, run it again; if it changes the world, repeat it only under an idempotency key the tool
-    honours (the callId), or ask the user; either way append the answer, then resume the turn.
+    Outside a running session the plan is the state machine's decision. Inside an unfinished
+    turn the events already on disk are evidence: what they record happened and is not done
+    again. A tool call with no result may or may not have run. If its tool_timeout is on disk,
+    it gets the error result the design gives a timed-out call. Otherwise, if the tool is safe to
+    repeat, run it again; if it changes the world, repeat it only under an idempotency key the
+    tool honours (the callId), or ask the user; either way append the answer, then resume the
+    turn. A turn whose turn_timeout is on disk without its turn_end gets that turn_end: the
+    session expires. A run begun with no turn open (after a retry_command) starts its turn.
     """
     events = list(events)
     status = session_status(events)
     if status.state != RUNNING:
         return RecoveryPlan(status, status.decision)
-    turn = status.open_turn
-    calls, answered = _open_turn_calls(events)
-    pending = [call for call in calls if call["callId"] not in answered]
-    done_effects = [call for call in calls if call["callId"] in answered and call["name"] not in SAFE_TO_REPEAT]
+    if status.open_turn is None:
+        return RecoveryPlan(status, _start_next_turn(events, status))
+    number = status.open_turn
+    turn = _open_turn(events)
+    if turn.turn_timed_out:
+        return RecoveryPlan(status, f"turn {number} timed out (its turn_timeout is on disk): append its turn_end "
+                                    f"(timeout); the session is then expired: start a new session")
+    pending = [call for call in turn.calls if call["callId"] not in turn.answered]
+    done_effects = [call for call in turn.calls if call["callId"] in turn.answered
+                    and call["name"] not in SAFE_TO_REPEAT]
     if pending:
-        call = pending[-1]
-        what = f"{call['name']} ({call['callId']})"
-        if call["name"] in SAFE_TO_REPEAT:
-            action = f"run {what} again (safe to repeat), append its result, resume turn {turn}"
-        else:
-            action = (f"{what} may have run: repeat it only with an idempotency key the tool honours, "
-                      f"else ask the user; append the answer, resume turn {turn}")
+        action = "; ".join(_answer_pending(call, turn) for call in pending) + f", resume turn {number}"
     elif done_effects:
         names = ", ".join(f"{call['name']} ({call['callId']})" for call in done_effects)
-        action = f"resume turn {turn} after its last event; never repeat {names}: its result is on disk"
+        action = f"resume turn {number} after its last event; never repeat {names}: its result is on disk"
     else:
-        action = f"resume turn {turn}: nothing in it changed the world, ask the model again"
+        action = f"resume turn {number}: nothing in it changed the world, ask the model again"
     return RecoveryPlan(status, action)
 
 
 def _describe(event: dict | None) -> str:
     if event is None:
         return "(nothing yet)"
-    if event["type"] == "turn_end":
+    if event["type"] == TYPE_TURN_END:
         return f"turn_end {event['turn_number']} ({event['reason']})"
-    if event["type"] == "turn_start":
-        return f"turn_start {event['turn_number']}"
+    if event["type"] == TYPE_TURN_START:
+        return f"turn_start {event['turn_number']} ({event.get('reason', START_USER)})"
     if event["type"] == TYPE_FUNCTION_CALL:
         return f"function_call {event['name']}"
     if event["type"] == TYPE_FUNCTION_CALL_RESULT:
         return f"function_call_result {event['callId']}"
+    if event["type"] == TYPE_TIMEOUT:
+        return f"timeout ({event['limit']})"
+    if event["type"] == TYPE_MESSAGE:
+        return f"message ({event['role']})"
     return event["type"]
 
 
@@ -459,6 +519,18 @@ def crash_point_table(rows: list[dict] | None = None):
                       ", ".join(row["last_event"] for row in group), group[0]["plan"].state,
                       group[0]["plan"].action])
     return html_table(["events on disk", "last event on disk", "state", "what a fresh process must do"], table)
+
+
+def transition_table():
+    """turns.TRANSITIONS as an HTML table, one row per (state, trigger), in the table's own order."""
+    return html_table(["state", "trigger", "next state"],
+                      [[state, trigger, target] for (state, trigger), target in TRANSITIONS.items()])
+
+
+def departures_table():
+    """turns.DEPARTURES as an HTML table: where the kit departs from the design, and why."""
+    return html_table(["topic", "the design", "the kit", "why"],
+                      [[row["topic"], row["design"], row["kit"], row["why"]] for row in DEPARTURES])
 
 
 # --------------------------------------------------------------------------- the crash lab
