@@ -1,7 +1,9 @@
 """The lesson map (README and notebook 1) links every section of the lesson text to a place that exists.
 
 Each notebook place names a heading; the test for that notebook fails until the heading is there,
-so a renamed heading, or a map that points at a heading not written yet, is caught.
+so a renamed heading, or a map that points at a heading not written yet, is caught. The map exists
+in both languages: in Chinese its header and glosses are Chinese and its places are the Chinese
+notebooks, with the headings those notebooks have.
 """
 
 import json
@@ -11,16 +13,32 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript.lessons.lesson_map import LESSON_MAP, lesson_map_markdown, notebook_headings
+from s09_jsonl_transcript import i18n
+from s09_jsonl_transcript.bilingual import numbers_in
+from s09_jsonl_transcript.lessons.lesson_map import (
+    Place,
+    lesson_map,
+    lesson_map_markdown,
+    notebook_headings,
+    translated_heading,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+README_ZH = REPO / "README.zh-CN.md"
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 HEADINGS_BY_NOTEBOOK = defaultdict(set)
-for _, _, places in LESSON_MAP:
+for _, _, places in lesson_map("en"):
     for place in places:
         if place.is_notebook and place.heading:
             HEADINGS_BY_NOTEBOOK[place.path].add(place.heading)
+
+
+@pytest.fixture(autouse=True)
+def english_afterwards():
+    yield
+    i18n.use("en")
 
 
 def readme_section(title: str) -> str:
@@ -31,15 +49,19 @@ def readme_section(title: str) -> str:
     return match.group(1)
 
 
-def test_every_section_has_at_least_one_place_and_a_gloss():
-    assert len(LESSON_MAP) >= 30
-    for section, gloss, places in LESSON_MAP:
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_section_has_at_least_one_place_and_a_gloss(language):
+    rows = lesson_map(language)
+    assert len(rows) >= 30
+    for section, gloss, places in rows:
         assert section and gloss and places, section
-        assert re.search(r"[\u4e00-\u9fff]", section), f"{section!r}: name the section as the lesson does"
+        assert CJK.search(section), f"{section!r}: name the section as the lesson does"
+        assert bool(CJK.search(gloss)) == (language == "zh"), f"{gloss!r} is not in {language}"
+    assert [section for section, _, _ in rows] == [section for section, _, _ in lesson_map("en")]
 
 
 def test_the_map_covers_the_lesson_three_common_mistakes_and_three_exercises():
-    sections = [section for section, _, _ in LESSON_MAP]
+    sections = [section for section, _, _ in lesson_map()]
     assert sum(section.startswith("常见误区") for section in sections) == 3
     assert sum(section.startswith("练习") for section in sections) == 3
     assert sum(section.startswith("问题") for section in sections) == 5
@@ -47,9 +69,19 @@ def test_the_map_covers_the_lesson_three_common_mistakes_and_three_exercises():
 
 
 def test_every_place_exists():
-    for _, _, places in LESSON_MAP:
+    for _, _, places in lesson_map("en"):
         for place in places:
             assert (REPO / place.path).is_file(), place.path
+
+
+def test_every_chinese_place_exists_and_is_chinese_where_the_kit_has_a_chinese_file():
+    for _, _, places in lesson_map("zh"):
+        for place in places:
+            chinese = place.in_language("zh")
+            assert (REPO / chinese.path).is_file(), chinese.path
+            twin = (place.path.replace("notebooks/en/", "notebooks/zh/").replace("exercises/", "exercises/zh/")
+                    .replace(".svg", ".zh.svg"))
+            assert chinese.path == (twin if (REPO / twin).is_file() else place.path)
 
 
 @pytest.mark.parametrize("notebook", sorted(HEADINGS_BY_NOTEBOOK), ids=lambda path: Path(path).stem)
@@ -58,21 +90,85 @@ def test_every_heading_the_map_names_is_in_its_notebook(notebook):
     assert not missing, f"{notebook} has no heading {sorted(missing)}"
 
 
+@pytest.mark.parametrize("notebook", sorted(HEADINGS_BY_NOTEBOOK), ids=lambda path: Path(path).stem)
+def test_the_chinese_map_names_headings_the_chinese_notebook_has(notebook):
+    chinese = REPO / "notebooks" / "zh" / Path(notebook).name
+    if not chinese.is_file():
+        pytest.skip(f"{chinese.name} is not translated yet: the map shows its English headings")
+    headings = set(notebook_headings(chinese))
+    for heading in HEADINGS_BY_NOTEBOOK[notebook]:
+        shown = translated_heading(notebook, heading, "zh")
+        assert shown in headings, f"{chinese.name} has no heading {shown!r}"
+        assert CJK.search(shown), f"{heading!r} is shown untranslated"
+
+
+def test_notebooks_1_to_3_are_linked_with_their_chinese_headings():
+    place = Place("notebooks/en/03_partial_tail_vs_corruption.ipynb", "The rule: only a partial tail is forgiven")
+    chinese = place.in_language("zh")
+    assert chinese.path == "notebooks/zh/03_partial_tail_vs_corruption.ipynb"
+    assert chinese.heading == "规则：只放过 partial tail"
+    assert chinese.markdown("notebooks/zh", "zh") == (
+        "[03_partial_tail_vs_corruption](03_partial_tail_vs_corruption.ipynb)：“规则：只放过 partial tail”")
+    assert place.in_language("en") == place
+
+
+def test_a_heading_without_a_translation_is_shown_in_english(tmp_path):
+    assert translated_heading("notebooks/en/01_events_on_disk.ipynb", "No such heading", "zh") == "No such heading"
+
+
 def test_the_readme_shows_the_map_right_after_the_five_ideas():
     text = README.read_text(encoding="utf-8")
     headings = re.findall(r"^## (.+)$", text, flags=re.M)
     assert headings[headings.index("The lesson in five ideas") + 1] == "The lesson map"
     assert lesson_map_markdown(".") in readme_section("The lesson map")
+    assert lesson_map_markdown(".") == lesson_map_markdown(".", language="en")
 
 
-def test_notebook_1_shows_the_same_map_with_links_from_its_folder():
-    cells = json.loads((REPO / "notebooks" / "en" / "01_events_on_disk.ipynb").read_text(encoding="utf-8"))["cells"]
+def test_the_chinese_readme_shows_the_chinese_map():
+    if not README_ZH.is_file():
+        pytest.skip("README.zh-CN.md is written by the lead")
+    assert lesson_map_markdown(".", language="zh") in README_ZH.read_text(encoding="utf-8")
+
+
+def test_the_chinese_map_is_chinese_and_links_the_chinese_kit():
+    table = lesson_map_markdown(".", language="zh")
+    header = table.splitlines()[0]
+    assert header == "| 课文章节 | 说明 | 本教具在哪里展示 |"
+    assert "](notebooks/zh/01_events_on_disk.ipynb)：“1. 磁盘上的事件" in table
+    assert "](images/jsonl-transcript.zh.svg)" in table
+    for stem in ("02_crash_injection", "03_partial_tail_vs_corruption"):
+        assert f"](notebooks/zh/{stem}.ipynb)：“" in table
+    # the notebook's check compares the numbers of both languages' outputs: the two tables hold the same ones
+    english = lesson_map_markdown(".", language="en")
+    as_output = [{"cell_type": "code", "outputs": [{"output_type": "display_data",
+                                                    "data": {"text/markdown": text}}]} for text in (english, table)]
+    assert sorted(numbers_in(as_output[0])) == sorted(numbers_in(as_output[1]))
+
+
+def test_the_language_in_use_is_the_default():
+    i18n.use("zh")
+    assert lesson_map_markdown("notebooks/zh") == lesson_map_markdown("notebooks/zh", language="zh")
+    i18n.use("en")
+    assert lesson_map_markdown("notebooks/en") == lesson_map_markdown("notebooks/en", language="en")
+    with pytest.raises(ValueError, match="language must be one of"):
+        lesson_map_markdown(".", language="fr")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_notebook_1_shows_the_same_map_with_links_from_its_folder(language):
+    path = REPO / "notebooks" / language / "01_events_on_disk.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     shown = ["".join(output["data"]["text/markdown"]) for cell in cells if cell["cell_type"] == "code"
              for output in cell["outputs"] if "text/markdown" in output.get("data", {})]
-    assert lesson_map_markdown("notebooks/en") in shown
+    assert lesson_map_markdown(f"notebooks/{language}", language=language) in shown, (
+        f"notebooks/{language}/01_events_on_disk.ipynb shows an older map: rebuild it "
+        "(python -m s09_jsonl_transcript.bilingual build 01_events_on_disk)")
 
 
 def test_links_from_the_notebooks_folder_climb_out_of_it():
-    table = lesson_map_markdown("notebooks/en")
+    table = lesson_map_markdown("notebooks/en", language="en")
     assert "](02_crash_injection.ipynb)" in table and "](../../exercises/ex01_last_turn_replay.ipynb)" in table
-    assert "](notebooks/en/" in lesson_map_markdown(".")
+    assert "](notebooks/en/" in lesson_map_markdown(".", language="en")
+    chinese = lesson_map_markdown("notebooks/zh", language="zh")
+    exercises = "exercises/zh" if (REPO / "exercises" / "zh" / "ex01_last_turn_replay.ipynb").is_file() else "exercises"
+    assert "](02_crash_injection.ipynb)" in chinese and f"](../../{exercises}/ex01_last_turn_replay.ipynb)" in chinese

@@ -14,13 +14,20 @@ from s09_jsonl_transcript.lessons.corruption import (
     MAX_ZERO_BYTES,
     DamageLab,
     compare_readers,
+    damage_description,
+    damage_table,
+    example_damages,
     fail_closed_report,
     line_offsets,
+    line_starts_text,
     plot_verdict_maps,
+    readers_table,
     skip_bad_lines_read,
     skipping_recovery_report,
     verdict_counts,
+    verdict_counts_table,
     verdict_runs,
+    verdict_text,
 )
 from s09_jsonl_transcript.lessons.display import html_table
 from s09_jsonl_transcript.lessons.style import VERDICT_COLORS
@@ -181,10 +188,10 @@ def test_truncation_never_makes_the_reader_fail(sample):
 
 def test_verdict_map_plot_has_one_labelled_strip_per_map(sample):
     data = sample.read_bytes()
-    figure = plot_verdict_maps([("truncate", data, damage.truncation_map(sample)),
-                                ("flip", data, damage.flip_map(sample))])
+    figure = plot_verdict_maps({"truncation": (data, damage.truncation_map(sample)),
+                                "my own map": (data, damage.flip_map(sample))})
     try:
-        assert [axis.get_title(loc="left") for axis in figure.axes] == ["truncate", "flip"]
+        assert [axis.get_title(loc="left") for axis in figure.axes] == ["truncate after N bytes", "my own map"]
         assert all(axis.get_xlabel() for axis in figure.axes)
         assert [text.get_text() for text in figure.legends[0].get_texts()] == list(damage.VERDICT_KINDS)
         assert figure.get_suptitle()
@@ -210,3 +217,43 @@ def test_the_skipping_reader_reports_a_resumed_session_where_the_strict_one_stop
 def test_on_an_undamaged_file_both_readers_resume_the_same_session(sample):
     assert skipping_recovery_report(sample).startswith("resumed: 5 events")
     assert fail_closed_report(sample) == "resumed: 5 events, 3 messages, pending tool calls []"
+
+
+# --------------------------------------------------------------------------- the texts notebook 3 shows
+
+
+def test_verdict_text_is_the_verdict_itself_in_english(sample):
+    assert verdict_text(damage.verdict(sample)) == str(damage.verdict(sample)) == "clean (5 events)"
+    damage.delete_line(sample, 2)
+    assert verdict_text(damage.verdict(sample)) == str(damage.verdict(sample))
+    assert verdict_text(damage.verdict(sample)).startswith("TranscriptCorruptionError at line 2: ")
+
+
+def test_line_starts_text_gives_the_size_then_where_each_line_starts(sample):
+    data = sample.read_bytes()
+    first, *rows = line_starts_text(data).splitlines()
+    assert first == f"{len(data)} bytes, 5 lines"
+    assert [int(row.split("byte")[1].split(":")[0]) for row in rows] == line_offsets(data)
+
+
+def test_example_damages_hit_what_they_say(sample):
+    data = sample.read_bytes()
+    examples = example_damages(data)
+    starts = line_offsets(data)
+    hits = {what: (name, position) for name, position, what in examples}
+    assert hits["cut exactly at the start of line 4"] == ("truncate at byte", starts[3])
+    assert hits["the '{' that opens line 3"] == ("flip a byte", starts[2]) and data[starts[2]:starts[2] + 1] == b"{"
+    assert hits["the newline that ends the last line"] == ("flip a byte", len(data) - 1)
+    lab = DamageLab(sample)
+    table = damage_table([(name, position, what, lab.apply(name, position)) for name, position, what in examples])
+    assert table.data.count("<tr>") == 1 + len(examples)
+    assert "clean (3 events)" in table.data and "TranscriptCorruptionError at line 3" in table.data
+
+
+def test_tables_carry_their_headers(sample):
+    data = sample.read_bytes()
+    counts = verdict_counts_table({"truncation": (data, damage.truncation_map(sample))}).data
+    assert "<th style='text-align:left'>partial tail ignored</th>" in counts and "truncate after N bytes" in counts
+    readers = readers_table([("delete a line, line number 4", "resumed: ...", "stops: ...")]).data
+    assert "a reader that skips bad lines" in readers and "fails closed" in readers
+    assert damage_description("flip a byte", 7) == "flip a byte, byte offset 7"

@@ -19,15 +19,22 @@ from s09_jsonl_transcript.lessons.crash_injection import (
     CampaignPanel,
     CrashPanel,
     CrashReport,
+    campaign_skipped_text,
     campaign_summary,
     continue_after_crash,
     crash_and_recover,
+    describe_crash,
     disk_listing,
     draw_campaign,
     draw_crash,
     intended_record,
     is_plain_data,
+    kill_mode_text,
+    new_record_text,
+    partial_tail_vs_record,
+    plain_data_text,
     rebuilt_state_rows,
+    rebuilt_state_table,
 )
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 
@@ -239,3 +246,39 @@ def test_campaign_panel_runs_real_kills_and_moves_its_progress_bar():
     assert panel.progress.value == panel.progress.max == 3
     assert len(panel.results) == 3 and all(result.ok for result in panel.results)
     assert "every kill: True" in panel.summary.value and not panel.run_button.disabled
+
+
+# --------------------------------------------------------------------------- the texts notebook 2 prints
+
+
+def test_the_report_lines_up_its_values_and_says_what_survived():
+    report = report_with([1, 2, 3], [1, 2, 3], 3, fragment=b'{"ty')
+    lines = describe_crash(report).splitlines()
+    assert lines[0] == "crash:                  SIGKILL to a real child process, after 3 acknowledged appends"
+    assert {line.index(line.split(":", 1)[1].strip()) for line in lines} == {24}  # one column for the values
+    assert "partial tail:           4 bytes, never acknowledged" in lines
+    assert lines[-1] == "verdict:                nothing acknowledged was lost (3 of 3 recovered)"
+    assert "partial tail:           none" in describe_crash(report_with([1], [1], 1))
+
+
+def test_the_partial_tail_is_set_beside_the_whole_record():
+    whole = b'{"sequence":6,"type":"message"}\n'
+    report = report_with([1], [1], 1, fragment=whole[:16])
+    lines = partial_tail_vs_record(report, whole, 6).splitlines()
+    assert lines[0] == f"event 6 as append encodes it: {len(whole)} bytes; on disk: 16 bytes"
+    assert lines[1] == "the partial tail is its first half: True"
+    assert lines[2] == f"the half that never reached the file: {whole[16:]}"
+    other = report_with([1], [1], 1, fragment=whole[:10])
+    assert partial_tail_vs_record(other, whole, 6).splitlines()[1].endswith("False")
+
+
+def test_small_texts_of_notebook_2(tmp_path):
+    assert kill_mode_text().startswith("SIGKILL is available" if SIGKILL_AVAILABLE else "No SIGKILL")
+    assert campaign_skipped_text() == "Skipped: the kill campaign needs SIGKILL."
+    path = tmp_path / "simulated.jsonl"
+    simulate_agent_crash(path, 3, tear=True)
+    state = JSONLTranscript(path).replay_state()
+    assert plain_data_text(state) == "every value is plain data read from the file: True"
+    table = rebuilt_state_table(state).data
+    assert "what it is" in table and "the sequence the next append will take" in table
+    assert new_record_text(continue_after_crash(path)) == "new record: sequence 4, event_id transcript:simulated:4"

@@ -22,25 +22,33 @@ from s09_jsonl_transcript.code import (
 )
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 from s09_jsonl_transcript.lessons.growth import (
-    ENVELOPE_FIELD_MEANINGS,
     METADATA_DESTINATIONS,
-    NOT_RECORDED,
-    WRITE_PATH_BOXES,
     WRITE_PATH_STEPS,
-    WRITE_PATH_TITLE,
     EventStepper,
     StepperPanel,
+    appended_text,
     draw_growth,
     draw_message_mapping,
     draw_write_path,
+    envelope_field_meanings,
     envelope_html,
     file_listing_html,
     growth_of,
+    growth_table,
+    jq_fallback_text,
     message_label,
+    newer_schema_text,
+    not_recorded,
+    read_back_text,
+    reader_verdict_text,
     replay_questions,
+    replay_text,
+    same_events_text,
     save_final_answer_only,
     tool_call_lines,
     write_newer_schema_record,
+    write_path_boxes,
+    write_path_title,
 )
 from s09_jsonl_transcript.lessons.style import EVENT_COLORS
 
@@ -149,7 +157,7 @@ def test_listing_of_an_empty_transcript_says_so(tmp_path):
 
 
 def test_envelope_table_shows_every_envelope_field_of_the_record(stepper):
-    assert set(ENVELOPE_FIELD_MEANINGS) == RESERVED_ENVELOPE_FIELDS
+    assert set(envelope_field_meanings()) == RESERVED_ENVELOPE_FIELDS
     record = stepper.next_event()
     table = envelope_html(record)
     for name in RESERVED_ENVELOPE_FIELDS:
@@ -265,8 +273,8 @@ def test_the_final_answer_alone_cannot_replay_the_tools_or_the_error(bug_fix, tm
     final = save_final_answer_only(events, tmp_path / "final" / "session.jsonl").read_events()
     assert [event["content"] for event in final] == [events[-1]["content"]]
     rows = replay_questions(events, final)
-    assert all(full != NOT_RECORDED for _, full, _ in rows[:-1])
-    assert all(kept == NOT_RECORDED for _, _, kept in rows[:-1])
+    assert all(full != not_recorded() for _, full, _ in rows[:-1])
+    assert all(kept == not_recorded() for _, _, kept in rows[:-1])
     assert "add(2, 3) returns -1" in rows[0][1] and "return a - b" in rows[2][1]
     assert "read_file(path='calc.py')" in rows[1][1] and "run_tests()" in rows[1][1]
     assert rows[-1][1:] == ("9", "1")
@@ -275,7 +283,68 @@ def test_the_final_answer_alone_cannot_replay_the_tools_or_the_error(bug_fix, tm
 def test_write_path_picture_names_each_stage_and_the_durable_boundary():
     fig = draw_write_path(Figure())
     texts = [text.get_text() for text in fig.axes[0].texts]
-    assert all(name in texts for name, _ in WRITE_PATH_BOXES)
+    assert all(name in texts for name, _ in write_path_boxes())
     assert all(step in texts for step in WRITE_PATH_STEPS)
     assert any("durable boundary" in text for text in texts)
-    assert fig.axes[0].get_title() == WRITE_PATH_TITLE
+    assert fig.axes[0].get_title() == write_path_title() == "Where an appended line lives"
+
+
+# --------------------------------------------------------------------------- text the notebook prints
+
+
+def test_appended_text_names_the_record_written(stepper):
+    record = stepper.next_event()
+    assert appended_text(record) == "appended sequence  1  message                event_id transcript:session:1"
+
+
+def test_read_back_text_counts_the_lines_a_fresh_reader_finds(stepper):
+    stepper.advance_to(3)
+    assert read_back_text(JSONLTranscript(stepper.path)) == (
+        "complete lines: 3\nevent types:    ['message', 'ai-title', 'reasoning']")
+
+
+def test_growth_table_has_one_row_per_append_under_its_header(stepper):
+    stepper.advance_to(SCRIPT_LENGTH)
+    growth = growth_of(stepper.path)
+    header, *rows = growth_table(growth).splitlines()
+    assert header == "sequence  event type              lines  bytes  (this line)"
+    assert len(rows) == SCRIPT_LENGTH
+    assert rows[0].split() == ["1", "message", "1", str(growth[0].bytes), f"(+{growth[0].line_bytes})"]
+    assert [len(row) for row in rows[:9]] == [len(rows[0])] * 9  # the columns line up
+
+
+def test_replay_text_summarises_then_lists_where_each_line_goes(bug_fix):
+    events = bug_fix.read_events()
+    lines = replay_text(events, bug_fix.recover()).splitlines()
+    assert lines[0] == "12 events -> 9 messages, title 'Fix add() in calc.py', 1 file snapshot, 1 reasoning event"
+    assert lines[1] == "  line  1  message                -> user: text"
+    assert len(lines) == 1 + len(events)
+
+
+def test_newer_schema_text_says_the_record_is_kept_and_makes_no_message(bug_fix):
+    before = bug_fix.recover()
+    record = write_newer_schema_record(bug_fix.path, {"type": "plan", "steps": []})
+    after = JSONLTranscript(bug_fix.path)
+    text = newer_schema_text(record, after.recover(), before=before, last_read=after.read_events()[-1])
+    assert text.splitlines() == [
+        "appended by hand: sequence 13, schema_version 2, type 'plan'",
+        "read back: 13 events, 1 of a newer schema kept as evidence, 9 messages (as before: 9)",
+        "the last event read: True"]
+
+
+def test_jq_fallback_says_jq_is_missing_then_prints_the_calls(bug_fix):
+    first, *lines = jq_fallback_text(bug_fix.path).splitlines()
+    assert "jq is not installed" in first and lines == tool_call_lines(bug_fix.path)
+
+
+def test_copies_read_back_the_same_events_only_under_the_session_name(bug_fix, tmp_path):
+    copy = tmp_path / "backup" / "session.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(bug_fix.path.read_bytes())
+    renamed = tmp_path / "renamed.jsonl"
+    renamed.write_bytes(bug_fix.path.read_bytes())
+    events = bug_fix.read_events()
+    assert same_events_text(copy, events, start=tmp_path) == "backup/session.jsonl reads back the same events: True"
+    assert reader_verdict_text(renamed, start=tmp_path) == (
+        "renamed.jsonl: TranscriptCorruptionError at line 1: expected session_id 'renamed', got 'session'")
+    assert reader_verdict_text(copy, start=tmp_path) == "backup/session.jsonl: clean (12 events)"

@@ -2,7 +2,9 @@
 
 The damage itself and the verdicts come from `s09_jsonl_transcript.damage`; this module names the
 tools for a picker, draws the verdict maps, wires the widget, and sets a reader that skips bad lines
-beside the lesson's fail-closed reader.
+beside the lesson's fail-closed reader. Every text a student sees is in the language in use
+(i18n.use); the Chinese is in locale/zh/corruption.json. A damage keeps its English name as its key
+(DAMAGE_TOOLS, the picker's values): damage_label gives the name shown.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Callable
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from IPython.display import HTML
 from matplotlib.patches import Patch
 
-from .. import damage
+from .. import damage, i18n
 from ..code import (
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
@@ -26,9 +29,22 @@ from ..code import (
     TranscriptCorruptionError,
     event_to_message,
 )
-from .style import OKABE_ITO, VERDICT_COLORS
+from .display import html_table
+from .style import OKABE_ITO, VERDICT_COLORS, verdict_label
+
+tr = i18n.translator("corruption")
 
 MAX_ZERO_BYTES = 64  # the widest zero-filled tail the widget offers
+
+
+def verdict_text(found: damage.Verdict) -> str:
+    """A reader's verdict as one line in the language in use (str(found) in English).
+
+    A corrupt file's reason is the library's exception message: it stays English.
+    """
+    if found.kind == damage.CORRUPT:
+        return tr("TranscriptCorruptionError at line {line}: {detail}", line=found.line, detail=found.detail)
+    return tr("{verdict} ({events} events)", verdict=verdict_label(found.kind), events=found.events)
 
 
 def line_offsets(data: bytes) -> list[int]:
@@ -70,6 +86,37 @@ def _zero_counts(data: bytes) -> range:
     return range(1, MAX_ZERO_BYTES + 1)
 
 
+def damage_label(name: str) -> str:
+    """The name of a damage (a key of DAMAGE_TOOLS) as shown, in the language in use."""
+    labels = {
+        "truncate at byte": tr("truncate at byte"),
+        "flip a byte": tr("flip a byte"),
+        "insert a garbage line": tr("insert a garbage line"),
+        "delete a line": tr("delete a line"),
+        "duplicate a line": tr("duplicate a line"),
+        "append zero bytes": tr("append zero bytes"),
+    }
+    return labels.get(name, name)
+
+
+def unit_label(unit: str) -> str:
+    """What a damage's position counts (DamageTool.unit), as shown in the language in use."""
+    labels = {
+        "bytes kept": tr("bytes kept"),
+        "byte offset": tr("byte offset"),
+        "before line": tr("before line"),
+        "line number": tr("line number"),
+        "zero bytes": tr("zero bytes"),
+    }
+    return labels.get(unit, unit)
+
+
+def damage_description(name: str, position: int) -> str:
+    """One damage at one position, as the widget and the tables name it: "delete a line, line number 5"."""
+    return tr("{damage}, {unit} {position}", damage=damage_label(name), unit=unit_label(DAMAGE_TOOLS[name].unit),
+              position=position)
+
+
 DAMAGE_TOOLS = {
     "truncate at byte": DamageTool(damage.truncate_at, "bytes kept", _bytes_kept),
     "flip a byte": DamageTool(damage.flip_byte, "byte offset", _byte_offsets),
@@ -105,8 +152,8 @@ def skipping_recovery_report(path) -> str:
     pending = [event.get("callId") for event in events
                if event.get("type") == TYPE_FUNCTION_CALL and event.get("callId") not in answered]
     sequences = [event.get("sequence") for event in events]
-    return (f"resumed: {len(events)} events (sequences {sequences}), {len(messages)} messages, "
-            f"pending tool calls {pending}")
+    return tr("resumed: {events} events (sequences {sequences}), {messages} messages, pending tool calls {pending}",
+              events=len(events), sequences=sequences, messages=len(messages), pending=pending)
 
 
 def fail_closed_report(path) -> str:
@@ -114,9 +161,11 @@ def fail_closed_report(path) -> str:
     try:
         state = JSONLTranscript(path).recover()
     except TranscriptCorruptionError as error:
-        return f"stops: TranscriptCorruptionError at line {error.line_number}: {error.reason}"
+        return tr("stops: TranscriptCorruptionError at line {line}: {reason}", line=error.line_number,
+                  reason=error.reason)
     pending = [call["callId"] for call in state["pending_calls"]]
-    return f"resumed: {state['total_events']} events, {state['message_count']} messages, pending tool calls {pending}"
+    return tr("resumed: {events} events, {messages} messages, pending tool calls {pending}",
+              events=state["total_events"], messages=state["message_count"], pending=pending)
 
 
 def compare_readers(data: bytes, file_name: str, folder, damages) -> list[tuple[str, str, str]]:
@@ -130,9 +179,66 @@ def compare_readers(data: bytes, file_name: str, folder, damages) -> list[tuple[
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_bytes(data)
         DAMAGE_TOOLS[name].apply(copy, position)
-        rows.append((f"{name}, {DAMAGE_TOOLS[name].unit} {position}", skipping_recovery_report(copy),
-                     fail_closed_report(copy)))
+        rows.append((damage_description(name, position), skipping_recovery_report(copy), fail_closed_report(copy)))
     return rows
+
+
+def readers_table(rows) -> HTML:
+    """compare_readers' rows as an HTML table with its column headers."""
+    return html_table([tr("damage"), tr("a reader that skips bad lines"), tr("the lesson's reader (fails closed)")],
+                      rows)
+
+
+def line_starts_text(data: bytes, shown: int = 58) -> str:
+    """The size of a transcript, then where each of its lines starts and how it begins (`shown` bytes of it)."""
+    starts = line_offsets(data)
+    rows = [tr("{size} bytes, {lines} lines", size=len(data), lines=len(starts))]
+    for number, (start, line) in enumerate(zip(starts, data.split(b"\n")), start=1):
+        rows.append(tr("line {number} starts at byte {start:4}: {beginning}...", number=number, start=start,
+                       beginning=line[:shown].decode("utf-8", "replace")))
+    return "\n".join(rows)
+
+
+def example_damages(data: bytes) -> list[tuple[str, int, str]]:
+    """Nine damages of notebook 3's five-line transcript: (damage name, position, what it hits).
+
+    The positions are computed from data (the undamaged bytes), so the descriptions hold for it.
+    """
+    starts = line_offsets(data)
+    return [
+        ("truncate at byte", starts[3], tr("cut exactly at the start of line 4")),
+        ("truncate at byte", starts[4] + 100, tr("cut in the middle of line 5")),
+        ("append zero bytes", 16, tr("a tail of NULs, as some file systems leave after a crash")),
+        ("flip a byte", starts[2], tr("the '{' that opens line 3")),
+        ("insert a garbage line", 3, tr("a complete line that is not JSON, before line 3")),
+        ("delete a line", 3, tr("line 3 removed: a sequence gap")),
+        ("duplicate a line", 3, tr("line 3 written twice")),
+        ("flip a byte", data.index(b"fails"), tr("one bit of a letter in the user's message")),
+        ("flip a byte", len(data) - 1, tr("the newline that ends the last line")),
+    ]
+
+
+def damage_table(rows) -> HTML:
+    """Rows of (damage name, position, what it hits, verdict) as an HTML table, in the language in use."""
+    return html_table([tr("damage"), tr("position"), tr("what it hits"), tr("reader's verdict")],
+                      [(damage_label(name), position, what, verdict_text(found))
+                       for name, position, what, found in rows])
+
+
+def map_title(key: str) -> str:
+    """The title of one verdict map, by its key in notebook 3 ("truncation", "flips", "flips, integrity=True")."""
+    titles = {
+        "truncation": tr("truncate after N bytes"),
+        "flips": tr("flip one bit at each byte"),
+        "flips, integrity=True": tr("flip one bit at each byte, integrity=True"),
+    }
+    return titles.get(key, key)
+
+
+def verdict_counts_table(maps: dict) -> HTML:
+    """For each map ({key: (file bytes, verdicts)}), how many offsets got each verdict, as an HTML table."""
+    return html_table([tr("map"), *map(verdict_label, damage.VERDICT_KINDS)],
+                      [(map_title(key), *verdict_counts(verdicts).values()) for key, (_, verdicts) in maps.items()])
 
 
 def verdict_counts(verdicts) -> dict[str, int]:
@@ -158,14 +264,15 @@ def _hatch(kind: str) -> str:
     return "////" if kind == damage.SILENT else ""
 
 
-def plot_verdict_maps(strips, min_visible: float = 0.004):
-    """One coloured strip per (title, file bytes, verdicts) entry: the verdict at every byte offset.
+def plot_verdict_maps(maps: dict, min_visible: float = 0.004):
+    """One coloured strip per map ({key: (file bytes, verdicts)}): the verdict at every byte offset.
 
-    Runs narrower than min_visible of a strip are drawn that wide, on top, so a single odd byte
-    stays visible. Ticks under each strip mark the file's newline bytes. Returns the figure.
+    Each strip is titled map_title(key). Runs narrower than min_visible of a strip are drawn that wide,
+    on top, so a single odd byte stays visible. Ticks under each strip mark the file's newline bytes.
+    Returns the figure.
     """
-    figure, axes = plt.subplots(len(strips), 1, figsize=(10, 1.6 * len(strips) + 1.2), squeeze=False)
-    for axis, (title, data, verdicts) in zip(axes[:, 0], strips):
+    figure, axes = plt.subplots(len(maps), 1, figsize=(10, 1.6 * len(maps) + 1.2), squeeze=False)
+    for axis, (key, (data, verdicts)) in zip(axes[:, 0], maps.items()):
         narrowest = min_visible * len(verdicts)
         runs = sorted(verdict_runs(verdicts), key=lambda run: -run[1])  # widest first, so narrow runs end up on top
         for first, length, kind in runs:
@@ -179,12 +286,12 @@ def plot_verdict_maps(strips, min_visible: float = 0.004):
         axis.set_ylim(-0.25, 1)
         axis.set_yticks([])
         axis.set_xlim(0, len(verdicts))
-        axis.set_title(title, fontsize=10, loc="left")
-        axis.set_xlabel("byte offset (ticks below the strip: newline bytes)")
+        axis.set_title(map_title(key), fontsize=10, loc="left")
+        axis.set_xlabel(tr("byte offset (ticks below the strip: newline bytes)"))
     legend = [Patch(facecolor=VERDICT_COLORS[kind], hatch=_hatch(kind), edgecolor=OKABE_ITO["black"],
-                    linewidth=0, label=kind) for kind in damage.VERDICT_KINDS]
+                    linewidth=0, label=verdict_label(kind)) for kind in damage.VERDICT_KINDS]
     figure.legend(handles=legend, loc="lower center", ncol=len(legend), frameon=False)
-    figure.suptitle("What the reader says after one damage at each byte offset")
+    figure.suptitle(tr("What the reader says after one damage at each byte offset"))
     figure.tight_layout(rect=(0, 0.07, 1, 1))
     return figure
 
@@ -192,7 +299,7 @@ def plot_verdict_maps(strips, min_visible: float = 0.004):
 def verdict_html(verdict: damage.Verdict, description: str) -> str:
     """The widget's result: a swatch in the verdict's colour, the verdict, and what was done."""
     swatch = f"<span style='color:{VERDICT_COLORS[verdict.kind]}'>&#9632;</span>"
-    return f"{swatch} <b>{html.escape(str(verdict))}</b><br><small>{html.escape(description)}</small>"
+    return f"{swatch} <b>{html.escape(verdict_text(verdict))}</b><br><small>{html.escape(description)}</small>"
 
 
 class DamageLab:
@@ -209,13 +316,15 @@ class DamageLab:
         if not self.pristine:
             raise ValueError(f"{self.path.name} is empty: write a few events before damaging it")
         self.reference = JSONLTranscript(self.path, integrity=integrity).read_events()
-        self.picker = widgets.Dropdown(options=list(DAMAGE_TOOLS), description="Damage")
-        self.position = widgets.IntSlider(description="Position")
+        # The picker shows each damage's name in the language in use; its value is the English key.
+        self.picker = widgets.Dropdown(options=[(damage_label(name), name) for name in DAMAGE_TOOLS],
+                                       description=tr("Damage"))
+        self.position = widgets.IntSlider(description=tr("Position"))
         self.unit = widgets.Label()
-        self.apply_button = widgets.Button(description="Apply damage", button_style="warning")
+        self.apply_button = widgets.Button(description=tr("Apply damage"), button_style="warning")
         self.apply_button.add_class("s09-main-control")
-        self.restore_button = widgets.Button(description="Restore file")
-        self.result_text = "No damage applied yet."  # what the result widget says, as plain text
+        self.restore_button = widgets.Button(description=tr("Restore file"))
+        self.result_text = tr("No damage applied yet.")  # what the result widget says, as plain text
         self.result = widgets.HTML(html.escape(self.result_text))
         self.result.add_class("s09-result")
         self.picker.observe(lambda change: self._fit_slider(change["new"]), names="value")
@@ -230,7 +339,7 @@ class DamageLab:
         # min may never exceed max, even for a moment: widen the range first, then narrow it.
         self.position.min, self.position.max = min(low, self.position.min), max(high, self.position.max)
         self.position.min, self.position.max = low, high
-        self.unit.value = DAMAGE_TOOLS[name].unit
+        self.unit.value = unit_label(DAMAGE_TOOLS[name].unit)
 
     def apply(self, name: str, position: int) -> damage.Verdict:
         """Restore the file, apply one named damage at position, and show and return the reader's verdict."""
@@ -243,17 +352,23 @@ class DamageLab:
         self.path.write_bytes(self.pristine)
         tool.apply(self.path, position)
         found = damage.verdict(self.path, self.reference, integrity=self.integrity)
-        self._show(found, f"{name}, {tool.unit} {position}")
+        self._show(found, damage_description(name, position))
         return found
 
     def _show(self, found: damage.Verdict, description: str, prefix: str = "") -> None:
-        self.result_text = f"{prefix}{found} - {description}"
+        self.result_text = prefix + tr("{verdict} - {description}", verdict=verdict_text(found),
+                                       description=description)
         self.result.value = html.escape(prefix) + verdict_html(found, description)
 
     def restore(self) -> None:
         """Put the undamaged bytes back."""
         self.path.write_bytes(self.pristine)
-        self._show(damage.verdict(self.path, self.reference, integrity=self.integrity), "no damage", "File restored: ")
+        self._show(damage.verdict(self.path, self.reference, integrity=self.integrity), tr("no damage"),
+                   tr("File restored: "))
+
+    def lines_text(self) -> str:
+        """How many lines (newline bytes) the file on disk holds now."""
+        return tr("lines now in the file: {count}", count=self.path.read_bytes().count(b"\n"))
 
     def widget(self) -> widgets.VBox:
         """The controls and the result, ready to display."""

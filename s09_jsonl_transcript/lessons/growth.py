@@ -4,19 +4,26 @@ The stepper appends one event per call; the views read everything back from the 
 so what the notebook shows is what a fresh process would find on disk. Also here: the picture of
 the write path (process, page cache, disk), a record written by a newer version of the code, and
 the common mistake of keeping only the final answer.
+
+Every sentence, label and plot text a student sees is in the language in use (i18n.use): the
+Chinese is in locale/zh/growth.json. The notebook's cells print what these functions return, so
+the cells are the same in both languages.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import ipywidgets as widgets
+from IPython.display import HTML
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Patch
 
+from .. import damage, i18n
 from ..code import (
     BATCH_END_FIELD,
     RESERVED_ENVELOPE_FIELDS,
@@ -33,24 +40,41 @@ from ..code import (
     event_to_message,
     ticking_clock,
 )
-from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
+from .corruption import verdict_text
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png, html_table
 from .style import EVENT_COLORS, OKABE_ITO
 
-# What each envelope field promises, in the order append writes them.
-ENVELOPE_FIELD_MEANINGS = {
-    "schema_version": "Format version of this record. A record of a newer version than the reader knows is kept "
-                      "as evidence (counted, returned by read_events) but never turned into a message; "
-                      "its sequence, session_id and event_id must still check out, or reading fails closed.",
-    "sequence": "1, 2, 3, ... with no gaps. Replay checks every line is the previous one plus 1, "
-                "so a lost, doubled or reordered line is caught.",
-    "event_id": "transcript:&lt;session_id&gt;:&lt;sequence&gt;: the durable name of this event. "
-                "Memory candidates point at it instead of copying the body.",
-    "session_id": "The file's name without .jsonl. A line pasted in from another session is refused.",
-    "recorded_at": "When append wrote the record, in UTC (an injected ticking clock here). "
-                   "Evidence for people; replay orders by sequence, never by time.",
-    BATCH_END_FIELD: "Only on records written together by one append_batch: the sequence of the batch's last "
-                     "record. A batch that did not reach the disk whole is ignored like a partial tail.",
-}
+tr = i18n.translator("growth")
+
+
+def envelope_field_meanings() -> dict[str, str]:
+    """What each envelope field promises (HTML), in the order append writes them, in the language in use."""
+    return {
+        "schema_version": tr("Format version of this record. A record of a newer version than the reader knows is "
+                             "kept as evidence (counted, returned by read_events) but never turned into a message; "
+                             "its sequence, session_id and event_id must still check out, or reading fails closed."),
+        "sequence": tr("1, 2, 3, ... with no gaps. Replay checks every line is the previous one plus 1, "
+                       "so a lost, doubled or reordered line is caught."),
+        "event_id": tr("transcript:&lt;session_id&gt;:&lt;sequence&gt;: the durable name of this event. "
+                       "Memory candidates point at it instead of copying the body."),
+        "session_id": tr("The file's name without .jsonl. A line pasted in from another session is refused."),
+        "recorded_at": tr("When append wrote the record, in UTC (an injected ticking clock here). "
+                          "Evidence for people; replay orders by sequence, never by time."),
+        BATCH_END_FIELD: tr("Only on records written together by one append_batch: the sequence of the batch's last "
+                            "record. A batch that did not reach the disk whole is ignored like a partial tail."),
+    }
+
+
+def display_width(text: str) -> int:
+    """How many columns text takes in a monospaced font: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(character) in "WF" else 1 for character in text)
+
+
+def pad(text: str, width: int, right: bool = False) -> str:
+    """text padded with spaces to width columns (display_width), on the right, or on the left when right=True."""
+    spaces = " " * max(0, width - display_width(text))
+    return spaces + text if right else text + spaces
+
 
 # Where the replay fold puts the events that never become chat messages.
 METADATA_DESTINATIONS = {
@@ -156,19 +180,20 @@ def file_listing_html(path) -> str:
     """The raw file as numbered lines of HTML, the newest complete line highlighted."""
     data = Path(path).read_bytes() if Path(path).exists() else b""
     *lines, fragment = data.split(b"\n")
+    name = f"<code>{html.escape(Path(path).name)}</code>"
     if not lines and not fragment:
-        return f"<p><code>{html.escape(Path(path).name)}</code> is empty: no event appended yet.</p>"
+        return "<p>" + tr("{name} is empty: no event appended yet.", name=name) + "</p>"
     rows = []
     for number, raw in enumerate(lines, start=1):
         newest = number == len(lines) and not fragment
         style = f' style="background:{_NEWEST_BACKGROUND};font-weight:bold"' if newest else ""
-        note = "   &lt;- newest line" if newest else ""
+        note = "   &lt;- " + tr("newest line") if newest else ""
         rows.append(f"<div{style}>{number:>2}  {html.escape(raw.decode('utf-8', 'replace'))}{note}</div>")
     if fragment:
         text = html.escape(fragment.decode("utf-8", "replace"))
-        rows.append(f"<div>..  {text}   &lt;- no newline: partial tail</div>")
-    size = f"{len(lines)} lines, {len(data)} bytes"
-    return (f"<p><code>{html.escape(Path(path).name)}</code>: {size}</p>"
+        rows.append(f"<div>..  {text}   &lt;- " + tr("no newline: partial tail") + "</div>")
+    size = tr("{lines} lines, {size} bytes", lines=len(lines), size=len(data))
+    return ("<p>" + tr("{name}: {size}", name=name, size=size) + "</p>"
             '<pre style="white-space:pre-wrap;word-break:break-all;font-size:11px;line-height:1.35">'
             + "".join(rows) + "</pre>")
 
@@ -176,17 +201,52 @@ def file_listing_html(path) -> str:
 def envelope_html(record: dict | None) -> str:
     """A table of one record's envelope fields, their values and what each promises."""
     if record is None:
-        return "<p>No record yet: press <b>Next event</b>.</p>"
+        return "<p>" + tr("No record yet: press <b>{button}</b>.", button=tr("Next event")) + "</p>"
+    absent = tr("(absent)")
     rows = "".join(
-        f"<tr><td><code>{name}</code></td><td><code>{html.escape(str(record.get(name, '(absent)')))}</code></td>"
+        f"<tr><td><code>{name}</code></td><td><code>{html.escape(str(record.get(name, absent)))}</code></td>"
         f"<td style='text-align:left'>{meaning}</td></tr>"
-        for name, meaning in ENVELOPE_FIELD_MEANINGS.items()
+        for name, meaning in envelope_field_meanings().items()
     )
     payload = {key: value for key, value in record.items() if key not in RESERVED_ENVELOPE_FIELDS}
-    rows += (f"<tr><td>the event</td><td colspan='2' style='text-align:left'>"
+    rows += (f"<tr><td>{tr('the event')}</td><td colspan='2' style='text-align:left'>"
              f"<code>{html.escape(_shorten(repr(payload), 110))}</code></td></tr>")
-    return ("<table><tr><th>field</th><th>value</th><th style='text-align:left'>what it promises</th></tr>"
-            + rows + "</table>")
+    return (f"<table><tr><th>{tr('field')}</th><th>{tr('value')}</th>"
+            f"<th style='text-align:left'>{tr('what it promises')}</th></tr>" + rows + "</table>")
+
+
+def appended_text(record: dict) -> str:
+    """One line saying which record an append just wrote: sequence, type and event_id."""
+    return tr("appended sequence {sequence:>2}  {type:<22} event_id {event_id}",
+              sequence=record["sequence"], type=record["type"], event_id=record["event_id"])
+
+
+def complete_lines_text(path) -> str:
+    """How many complete lines a fresh reader finds in the file."""
+    return tr("complete lines: {count}", count=JSONLTranscript(path).count_lines())
+
+
+def read_back_text(transcript: JSONLTranscript) -> str:
+    """What a transcript that never saw the agent reads back: its complete lines and the type of each event."""
+    return "\n".join([complete_lines_text(transcript.path),
+                      tr("event types:    {types}", types=[event["type"] for event in transcript.read_events()])])
+
+
+def refused_text(error: Exception) -> str:
+    """A refused writer, and the library's reason (its exception message, in English)."""
+    return tr("refused: {error}", error=error)
+
+
+def newer_schema_text(record: dict, rebuilt: dict, before: dict, last_read: dict) -> str:
+    """What happened to a record of a newer schema: how it was written, how it reads back, and whether it is kept."""
+    return "\n".join([
+        tr("appended by hand: sequence {sequence}, schema_version {version}, type {type!r}",
+           sequence=record["sequence"], version=record["schema_version"], type=record["type"]),
+        tr("read back: {total} events, {unknown} of a newer schema kept as evidence, {messages} messages "
+           "(as before: {before})", total=rebuilt["total_events"], unknown=rebuilt["unknown_schema_events"],
+           messages=rebuilt["message_count"], before=before["message_count"]),
+        tr("the last event read: {same}", same=last_read == record),
+    ])
 
 
 def write_newer_schema_record(path, event: dict) -> dict:
@@ -213,8 +273,51 @@ def tool_call_lines(path) -> list[str]:
             for event in JSONLTranscript(path).read_events() if event["type"] == TYPE_FUNCTION_CALL]
 
 
+def jq_fallback_text(path) -> str:
+    """What notebook 1 prints where jq is missing: a sentence saying so, then the same selection made in Python."""
+    return "\n".join([tr("jq is not installed here; the same selection in Python:"), *tool_call_lines(path)])
+
+
+def same_events_text(copy, events: list[dict], start) -> str:
+    """Whether a copy of a transcript (path shown relative to start) reads back exactly these events."""
+    name = Path(copy).relative_to(start).as_posix()
+    return tr("{name} reads back the same events: {same}", name=name,
+              same=JSONLTranscript(copy).read_events() == events)
+
+
+def reader_verdict_text(path, start) -> str:
+    """The reader's verdict on a file (path shown relative to start), in the language in use."""
+    name = Path(path).relative_to(start).as_posix()
+    return tr("{name}: {verdict}", name=name, verdict=verdict_text(damage.verdict(path)))
+
+
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- tables printed as text
+
+_GROWTH_COLUMNS = (8, 22, 6, 6)  # widths of sequence, event type, lines, bytes
+
+
+def growth_table(growth: list[LineGrowth]) -> str:
+    """The file after each append as a text table: sequence, event type, lines, bytes and the new line's size."""
+    seq, kind, lines, size = _GROWTH_COLUMNS
+    header = (pad(tr("sequence"), seq) + "  " + pad(tr("event type"), kind) + " " + pad(tr("lines"), lines, True)
+              + "  " + pad(tr("bytes"), size - 1, True) + "  " + tr("(this line)"))
+    rows = [f"{point.sequence:>{seq}}  {point.event_type:<{kind}} {point.lines:>{lines}} {point.bytes:>{size}}"
+            f"  (+{point.line_bytes})" for point in growth]
+    return "\n".join([header, *rows])
+
+
+def replay_text(events: list[dict], state: dict) -> str:
+    """What replay makes of a transcript: a summary line, then each line and where it goes."""
+    summary = tr("{events} events -> {messages} messages, title {title!r}, {snapshots} file snapshot, "
+                 "{reasoning} reasoning event", events=len(events), messages=state["message_count"],
+                 title=state["title"], snapshots=len(state["file_snapshots"]), reasoning=state["reasoning_count"])
+    rows = [tr("  line {sequence:>2}  {type:<22} -> {label}", sequence=event["sequence"], type=event["type"],
+               label=message_label(event)) for event in events]
+    return "\n".join([summary, *rows])
 
 
 # --------------------------------------------------------------------------- plots
@@ -227,13 +330,15 @@ def draw_growth(fig: Figure, growth: list[LineGrowth]) -> Figure:
     colors = [EVENT_COLORS[point.event_type] for point in growth]
     ax_lines.plot(sequences, [point.lines for point in growth], color=OKABE_ITO["grey"], zorder=1)
     ax_lines.scatter(sequences, [point.lines for point in growth], c=colors, s=60, edgecolors="black", zorder=2)
-    ax_lines.set(title="Lines in the file after each append", xlabel="append (sequence)", ylabel="complete lines")
+    ax_lines.set(title=tr("Lines in the file after each append"), xlabel=tr("append (sequence)"),
+                 ylabel=tr("complete lines"))
 
     previous = [point.bytes - point.line_bytes for point in growth]
     ax_bytes.bar(sequences, previous, color="#DDDDDD", edgecolor="black", linewidth=0.5)
     ax_bytes.bar(sequences, [point.line_bytes for point in growth], bottom=previous, color=colors,
                  edgecolor="black", linewidth=0.5)
-    ax_bytes.set(title="Bytes in the file after each append", xlabel="append (sequence)", ylabel="file size (bytes)")
+    ax_bytes.set(title=tr("Bytes in the file after each append"), xlabel=tr("append (sequence)"),
+                 ylabel=tr("file size (bytes)"))
 
     ax_lines.set_ylim(0, max(sequences, default=1) + 1)
     for ax in (ax_lines, ax_bytes):
@@ -241,10 +346,10 @@ def draw_growth(fig: Figure, growth: list[LineGrowth]) -> Figure:
         ax.set_xticks(sequences)
         ax.yaxis.get_major_locator().set_params(integer=True)
         if not growth:
-            ax.text(0.5, 0.5, "no events yet", transform=ax.transAxes, ha="center", color=OKABE_ITO["grey"])
+            ax.text(0.5, 0.5, tr("no events yet"), transform=ax.transAxes, ha="center", color=OKABE_ITO["grey"])
     handles = [_patch(color, event_type) for event_type, color in EVENT_COLORS.items()]
-    handles.append(_patch("#DDDDDD", "bytes already on disk"))
-    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small", title="appended event type")
+    handles.append(_patch("#DDDDDD", tr("bytes already on disk")))
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small", title=tr("appended event type"))
     fig.subplots_adjust(bottom=0.33, wspace=0.3)
     return fig
 
@@ -253,12 +358,12 @@ def message_label(event: dict) -> str:
     """Where replay puts one event: the chat message it becomes, or the piece of state it feeds."""
     message = event_to_message(event)
     if message is None:
-        return METADATA_DESTINATIONS.get(event["type"], "ignored by replay")
+        return METADATA_DESTINATIONS.get(event["type"]) or tr("ignored by replay")
     if event["type"] == TYPE_MESSAGE:
-        return f"{message['role']}: text"
+        return tr("{role}: text", role=message["role"])
     block = message["content"][0]  # a tool_use or a tool_result block
     detail = block.get("name") or block.get("tool_use_id")
-    return f"{message['role']}: {block['type']} {detail}"
+    return tr("{role}: {block} {detail}", role=message["role"], block=block["type"], detail=detail)
 
 
 def draw_message_mapping(fig: Figure, events: list[dict]) -> Figure:
@@ -273,11 +378,11 @@ def draw_message_mapping(fig: Figure, events: list[dict]) -> Figure:
                 bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1})
     ax.set_xlim(0, 2)
     ax.set_ylim(len(events) + 0.7, 0.3)  # the first event at the top, as in the file
-    ax.set_xticks([0.5, 1.5], ["messages[] (sent to the model)", "metadata (state only, not sent)"])
+    ax.set_xticks([0.5, 1.5], [tr("messages[] (sent to the model)"), tr("metadata (state only, not sent)")])
     ax.set_yticks([event["sequence"] for event in events])
-    ax.set(title="What replay makes of each line", ylabel="line (sequence)")
+    ax.set(title=tr("What replay makes of each line"), ylabel=tr("line (sequence)"))
     handles = [_patch(color, event_type) for event_type, color in EVENT_COLORS.items()]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title="event type")
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title=tr("event type"))
     fig.subplots_adjust(right=0.72)
     return fig
 
@@ -288,19 +393,29 @@ def _patch(color: str, label: str) -> Patch:
 
 # --------------------------------------------------------------------------- where an appended line lives
 
-WRITE_PATH_BOXES = (
-    ("agent process", "messages[] in its memory"),
-    ("kernel page cache", "RAM owned by the kernel"),
-    ("disk", "the .jsonl file"),
-)
-WRITE_PATH_STEPS = ("os.write\n(O_APPEND)", "fsync")
-WRITE_PATH_LOSSES = (
-    "SIGKILL loses this",
-    "survives SIGKILL,\nlost on power loss",
-    "survives both",
-)
-WRITE_PATH_BOUNDARY = "durable boundary:\nfsync returned, append returns\n(acknowledged)"
-WRITE_PATH_TITLE = "Where an appended line lives"
+WRITE_PATH_STEPS = ("os.write\n(O_APPEND)", "fsync")  # calls: the same in every language
+
+
+def write_path_boxes() -> tuple[tuple[str, str], ...]:
+    """The three places an appended line passes through: (name, what it is), in the language in use."""
+    return ((tr("agent process"), tr("messages[] in its memory")),
+            (tr("kernel page cache"), tr("RAM owned by the kernel")),
+            (tr("disk"), tr("the .jsonl file")))
+
+
+def write_path_losses() -> tuple[str, ...]:
+    """What each kind of crash loses at each of the three places."""
+    return (tr("SIGKILL loses this"), tr("survives SIGKILL,\nlost on power loss"), tr("survives both"))
+
+
+def write_path_boundary() -> str:
+    """The label of the durable boundary in the write-path picture."""
+    return tr("durable boundary:\nfsync returned, append returns\n(acknowledged)")
+
+
+def write_path_title() -> str:
+    """The title of the write-path picture."""
+    return tr("Where an appended line lives")
 
 
 def draw_write_path(fig: Figure) -> Figure:
@@ -308,7 +423,7 @@ def draw_write_path(fig: Figure) -> Figure:
     ax = fig.subplots()
     lefts, width = (0.01, 0.39, 0.77), 0.22
     colors = (OKABE_ITO["blue"], OKABE_ITO["sky"], OKABE_ITO["green"])
-    for left, (name, detail), color, loss in zip(lefts, WRITE_PATH_BOXES, colors, WRITE_PATH_LOSSES):
+    for left, (name, detail), color, loss in zip(lefts, write_path_boxes(), colors, write_path_losses()):
         ax.add_patch(FancyBboxPatch((left, 0.45), width, 0.35, boxstyle="round,pad=0.01", facecolor=color,
                                     edgecolor="black", alpha=0.85))
         ax.text(left + width / 2, 0.68, name, ha="center", va="center", fontsize=11, fontweight="bold")
@@ -320,19 +435,22 @@ def draw_write_path(fig: Figure) -> Figure:
         ax.text((start + width + end) / 2, 0.66, step, ha="center", va="bottom", fontsize=8)
     boundary = lefts[2] - 0.03
     ax.vlines(boundary, 0.0, 0.95, colors=OKABE_ITO["vermillion"], linestyles="dashed", lw=2)
-    ax.text(boundary + 0.01, 0.0, WRITE_PATH_BOUNDARY, ha="left", va="bottom", fontsize=8,
+    ax.text(boundary + 0.01, 0.0, write_path_boundary(), ha="left", va="bottom", fontsize=8,
             color=OKABE_ITO["vermillion"])
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.axis("off")
-    ax.set_title(WRITE_PATH_TITLE)
+    ax.set_title(write_path_title())
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.9)
     return fig
 
 
 # --------------------------------------------------------------------------- the mistake: final answer only
 
-NOT_RECORDED = "not recorded"
+
+def not_recorded() -> str:
+    """What the final-answer-only transcript answers to every question but one."""
+    return tr("not recorded")
 
 
 def save_final_answer_only(events: list[dict], path) -> JSONLTranscript:
@@ -347,7 +465,7 @@ def save_final_answer_only(events: list[dict], path) -> JSONLTranscript:
 
 def _user_report(events):
     texts = [event["content"] for event in events if event["type"] == TYPE_MESSAGE and event["role"] == "user"]
-    return texts[0] if texts else NOT_RECORDED
+    return texts[0] if texts else not_recorded()
 
 
 def _call_text(event) -> str:
@@ -358,7 +476,7 @@ def _call_text(event) -> str:
 
 def _tool_calls(events):
     calls = [_call_text(event) for event in events if event["type"] == TYPE_FUNCTION_CALL]
-    return ", ".join(calls) if calls else NOT_RECORDED
+    return ", ".join(calls) if calls else not_recorded()
 
 
 def _result_of(tool_name):
@@ -367,7 +485,7 @@ def _result_of(tool_name):
                     if event["type"] == TYPE_FUNCTION_CALL and event["name"] == tool_name}
         outputs = [event["output"] for event in events
                    if event["type"] == TYPE_FUNCTION_CALL_RESULT and event["callId"] in call_ids]
-        return repr(outputs[0]) if outputs else NOT_RECORDED
+        return repr(outputs[0]) if outputs else not_recorded()
     return answer
 
 
@@ -375,18 +493,22 @@ def _messages_replayed(events):
     return str(sum(event_to_message(event) is not None for event in events))
 
 
-REPLAY_QUESTIONS = (
-    ("What error did the user report?", _user_report),
-    ("Which tools ran, with which arguments?", _tool_calls),
-    ("What did read_file return (the bug)?", _result_of("read_file")),
-    ("What did run_tests report?", _result_of("run_tests")),
-    ("Chat messages a fresh process can replay", _messages_replayed),
-)
-
-
 def replay_questions(full: list[dict], final_only: list[dict]) -> list[tuple[str, str, str]]:
     """Each question a later reader asks, answered from the full transcript and from the final answer only."""
-    return [(question, answer(full), answer(final_only)) for question, answer in REPLAY_QUESTIONS]
+    questions = (
+        (tr("What error did the user report?"), _user_report),
+        (tr("Which tools ran, with which arguments?"), _tool_calls),
+        (tr("What did read_file return (the bug)?"), _result_of("read_file")),
+        (tr("What did run_tests report?"), _result_of("run_tests")),
+        (tr("Chat messages a fresh process can replay"), _messages_replayed),
+    )
+    return [(question, answer(full), answer(final_only)) for question, answer in questions]
+
+
+def replay_questions_table(full: list[dict], final_only: list[dict]) -> HTML:
+    """replay_questions as an HTML table with its column headers."""
+    return html_table([tr("question"), tr("full transcript"), tr("final answer only")],
+                      replay_questions(full, final_only))
 
 
 # --------------------------------------------------------------------------- the widget
@@ -400,11 +522,11 @@ class StepperPanel:
 
     def __init__(self, stepper: EventStepper):
         self.stepper = stepper
-        self.next_button = widgets.Button(description="Next event", button_style="primary",
+        self.next_button = widgets.Button(description=tr("Next event"), button_style="primary",
                                           icon="plus").add_class(MAIN_CONTROL_CLASS)
-        self.reset_button = widgets.Button(description="Reset", icon="undo")
+        self.reset_button = widgets.Button(description=tr("Reset"), icon="undo")
         self.slider = widgets.IntSlider(value=stepper.appended, min=0, max=stepper.total,
-                                        description="events", continuous_update=False)
+                                        description=tr("events"), continuous_update=False)
         self.status = widgets.Label()
         self.listing = widgets.HTML().add_class(RESULT_CLASS)
         self.envelope = widgets.HTML()
@@ -431,13 +553,29 @@ class StepperPanel:
             self.stepper.advance_to(change["new"])
             self.refresh()
 
+    def status_text(self) -> str:
+        """How many events are on disk, and whether the session is over."""
+        stepper = self.stepper
+        if stepper.finished:
+            return tr("{count} of {total} events on disk: the session is over", count=stepper.appended,
+                      total=stepper.total)
+        return tr("{count} of {total} events on disk", count=stepper.appended, total=stepper.total)
+
+    def file_exists_text(self) -> str:
+        """Whether the panel's file exists, in parentheses."""
+        return tr("({name} exists: {exists})", name=self.stepper.path.name, exists=self.stepper.path.exists())
+
+    def last_line_text(self, limit: int = 100) -> str:
+        """The start of the last line on disk (its first `limit` characters)."""
+        lines = self.stepper.path.read_text(encoding="utf-8").splitlines() if self.stepper.path.exists() else []
+        return tr("last line on disk: {line} ...", line=lines[-1][:limit] if lines else "")
+
     def refresh(self) -> None:
         """Redraw every view from the file on disk."""
         stepper = self.stepper
         self.slider.value = stepper.appended
         self.next_button.disabled = stepper.finished
-        self.status.value = (f"{stepper.appended} of {stepper.total} events on disk"
-                             + (": the session is over" if stepper.finished else ""))
+        self.status.value = self.status_text()
         self.listing.value = file_listing_html(stepper.path)
         self.envelope.value = envelope_html(stepper.newest)
         self.plot.value = figure_png(draw_growth(Figure(figsize=(9, 4)), growth_of(stepper.path)))

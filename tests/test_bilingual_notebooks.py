@@ -1,0 +1,12 @@
+"""Every notebook with a Chinese text agrees with its English source: what `bilingual check` says."""
+
+import pytest
+
+from s09_jsonl_transcript import bilingual
+
+TRANSLATED = [pair for pair in bilingual.pairs() if pair.text.exists()]
+
+
+@pytest.mark.parametrize("pair", TRANSLATED, ids=lambda pair: pair.name)
+def test_every_translated_notebook_agrees_with_its_english_source(pair):
+    assert bilingual.problems(pair) == []
