@@ -2,8 +2,9 @@
 
 Each step is what the instructor does at one stop: the settings, then one press (or one move of a
 slider or checkbox), written as the kernel would run it after Run All. `shows` is a piece of text the
-result must then hold. tests/test_live_route.py runs the whole sequence twice in each notebook's own
-kernel; the README's route describes the same steps in words.
+result must then hold, in each language (the code of a step is the same in both: the notebooks share
+their code). tests/test_live_route.py runs the whole sequence twice in each notebook's own kernel, in
+notebooks/en and in notebooks/zh; the README's route describes the same steps in words.
 """
 
 from __future__ import annotations
@@ -17,20 +18,27 @@ class Step:
     settings: str  # what the instructor sets, in words
     code: str  # the same, as code run in the notebook's kernel
     result: str  # an expression for the text the step changes
-    shows: str  # a piece of that text after the step
+    shows: str | dict  # a piece of that text after the step: one for both languages, or {"en": ..., "zh": ...}
+
+    def shown(self, language: str) -> str:
+        """The piece of text the result must hold in this language."""
+        return self.shows if isinstance(self.shows, str) else self.shows[language]
 
 
 ROUTE = {
     "04_replay_window.ipynb": [
         Step("Try it: move the window", "max_items 8, Replay",
              "explorer.max_items.value = 8\nexplorer.replay_button.click()", "explorer.result.value",
-             "<b>replay(max_items=8)</b> sends 6 messages; dropped: sequence 5"),
+             {"en": "<b>replay(max_items=8)</b> sends 6 messages; dropped: sequence 5",
+              "zh": "<b>replay(max_items=8)</b> 发出 6 条消息；丢弃了 sequence 5"}),
         Step("Try it: move the window", "max_items 4, Replay",
              "explorer.max_items.value = 4\nexplorer.replay_button.click()", "explorer.result.value",
-             "<b>replay(max_items=4)</b> sends 3 messages; dropped: sequence 9"),
+             {"en": "<b>replay(max_items=4)</b> sends 3 messages; dropped: sequence 9",
+              "zh": "<b>replay(max_items=4)</b> 发出 3 条消息；丢弃了 sequence 9"}),
         Step("Try it: move the window", "max_items 6, Replay",
              "explorer.max_items.value = 6\nexplorer.replay_button.click()", "explorer.result.value",
-             "<b>replay(max_items=6)</b> sends 5 messages; nothing dropped"),
+             {"en": "<b>replay(max_items=6)</b> sends 5 messages; nothing dropped",
+              "zh": "<b>replay(max_items=6)</b> 发出 5 条消息；没有丢弃任何事件"}),
     ],
     "05_memory_gate.ipynb": [
         Step("Try it: submit a selection", "Event 3: reasoning, any summary and reason, Submit",
@@ -48,27 +56,27 @@ ROUTE = {
         Step("Try it: submit a selection", "Reason 'to undo the edit if needed', Submit",
              "form.reason.value = 'to undo the edit if needed'\n"
              "form.submit_button.click()", "form.result.value",
-             "<b>candidate</b> (no event body inside)"),
+             {"en": "<b>candidate</b> (no event body inside)", "zh": "<b>候选</b>（不含事件正文）"}),
     ],
     "06_crash_lab.ipynb": [
         Step("Campaign 1: kill writers at random moments", "Kill 12 writers",
              "kill_panel.button.click()", "kill_panel.result.value",
-             "every acknowledged event survived every kill"),
+             {"en": "every acknowledged event survived every kill", "zh": "每个已确认的事件都挺过了每一次杀进程"}),
         Step("Campaigns 3 and 4", "hash chain off, byte 200",
              "flip_panel.chain.value = False\nflip_panel.offset.value = 200", "flip_panel.result.value",
-             "accepted with different content (12 events)"),
+             {"en": "accepted with different content (12 events)", "zh": "内容被改却照样接受（12 个事件）"}),
         Step("Campaigns 3 and 4", "hash chain on", "flip_panel.chain.value = True", "flip_panel.result.value",
              "chain mismatch"),
         Step("Campaigns 3 and 4", "byte slider all the way right (the final newline)",
              "flip_panel.offset.value = flip_panel.offset.max", "flip_panel.result.value",
-             "partial tail ignored (11 events)"),
+             {"en": "partial tail ignored (11 events)", "zh": "已忽略 partial tail（11 个事件）"}),
     ],
 }
 
 
-def step_cell(step: Step) -> str:
+def step_cell(step: Step, language: str = "en") -> str:
     """The step as one code cell: it prints 'ok' only if the result changed and shows what it should."""
     return (f"_before = {step.result}\n{step.code}\n_after = {step.result}\n"
             f"assert _after != _before, 'the step did not change the result: ' + _after[:200]\n"
-            f"assert {step.shows!r} in _after, _after[:500]\n"
+            f"assert {step.shown(language)!r} in _after, _after[:500]\n"
             "print('ok')")

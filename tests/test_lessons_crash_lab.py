@@ -129,3 +129,92 @@ def test_plots_have_titles_labels_and_legends(damage_reports):
         assert any(ax.get_xlabel() for ax in axes)
         assert any(ax.get_legend() for ax in axes) or figure.legends
     matplotlib.pyplot.close("all")
+
+
+# --------------------------------------------------------------------------- the display path, in both languages
+
+
+def test_in_english_the_display_path_says_what_the_crash_lab_says(damage_reports):
+    from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
+    from s09_jsonl_transcript.crashlab.powerloss import GOOD_OUTCOMES
+    from s09_jsonl_transcript.lessons.crash_lab import flip_text, outcome_label
+
+    for chained in (False, True):
+        last = len(sample_bytes(integrity=chained)) - 1
+        for offset in (0, 30, 200, last):
+            assert flip_text(integrity=chained, offset=offset) == flipped_example(integrity=chained, offset=offset)
+    assert [outcome_label(outcome) for outcome in GOOD_OUTCOMES] == list(GOOD_OUTCOMES)
+    assert outcome_label("acknowledged events 3..4 are missing") == "acknowledged events 3..4 are missing"
+
+
+def test_the_tables_show_the_campaigns_counts(damage_reports, tmp_path):
+    from s09_jsonl_transcript.crashlab import damage_rows, power_loss_campaign
+    from s09_jsonl_transcript.crashlab.races import race_campaign
+    from s09_jsonl_transcript.lessons.crash_lab import damage_table, one_append_table, power_loss_table, race_table
+
+    def cells(table):
+        return [cell for cell in table.data.split("<td style='text-align:left'>")[1:]]
+
+    _, _, rows = one_append_states()
+    shown = [int(cell.split("<")[0]) for cell in cells(one_append_table(rows)) if cell.split("<")[0].isdigit()]
+    assert sum(shown) == len(rows)
+    power = power_loss_campaign(integrity_modes=(False,), every_byte=False)
+    table = power_loss_table(power).data
+    assert all(f">{count}<" in table for count in power.outcomes.values())
+    assert f"{power.states} states ({power.repair_states} crashed during a repair), findings: 0" in table
+    table = damage_table(damage_reports).data
+    for row in damage_rows(damage_reports):
+        assert all(f">{value}<" in table for value in row.values())
+    races = race_campaign(racers=2, events=1, root=tmp_path)
+    assert race_table(races).data.count(">yes<") == len(races) == 3
+
+
+def test_in_chinese_the_plots_the_widgets_and_every_text_shown_are_chinese(damage_reports, tmp_path):
+    from chinese_texts import drawn_texts, has_chinese, in_chinese
+
+    from s09_jsonl_transcript.crashlab.races import race_campaign
+    from s09_jsonl_transcript.lessons.crash_lab import (
+        damage_table,
+        flip_comparison,
+        flip_text,
+        one_append_table,
+        race_table,
+    )
+
+    results = kill_campaign(3, seed=2, max_delay=0.0)
+    _, record, rows = one_append_states()
+    races = race_campaign(racers=2, events=1, root=tmp_path / "races")
+    with in_chinese():
+        figures = [plot_kill_trials(results), plot_verdict_maps(damage_reports), plot_one_append(record, rows)]
+        try:
+            for figure in figures:
+                shown = drawn_texts(figure)
+                assert shown.titles and all(map(has_chinese, shown.titles)), shown.titles
+                labels = [label for label in shown.axis_labels if label]
+                assert labels and all(map(has_chinese, labels)), labels
+                words = [label for label in shown.legend if label not in ("append", "batch", "repair")]
+                assert words and all(map(has_chinese, words)), words
+            strips = [label for label in drawn_texts(figures[1]).tick_labels if "\n" in label]
+            assert len(strips) == 4 and all(map(has_chinese, strips))  # truncate / flip, chain off / on
+            fills = [label for label in drawn_texts(figures[2]).tick_labels if has_chinese(label)]
+            assert len(fills) == 3  # the three fillings of the rest of a torn write
+        finally:
+            for figure in figures:
+                matplotlib.pyplot.close(figure)
+
+        kills = KillPanel(trials=2, root=tmp_path / "kills")
+        for text in (kills.button.description, kills.progress.description, kills.result.value):
+            assert has_chinese(text), text
+        kills.button.click()
+        assert kills.result.value.startswith("<p>第 1 轮：</p>")
+        assert "每个已确认的事件都挺过了每一次杀进程" in kills.result.value
+        flips = FlipPanel(offset=200)
+        for text in (flips.offset.description, flips.chain.description, flips.result.value):
+            assert has_chinese(text), text
+        assert flips.result.value == "内容被改却照样接受（12 个事件）" == flip_text(integrity=False, offset=200)
+        bar, _move = progress_bar("maps")
+        texts = [bar.description, kill_verdict(results), flip_comparison(flips, offsets=(30,)),
+                 one_append_table(rows).data, damage_table(damage_reports).data, race_table(races).data]
+        for text in texts:
+            assert has_chinese(text), text
+    assert flip_text(integrity=False, offset=200) == "accepted with different content (12 events)"

@@ -162,3 +162,65 @@ def test_the_form_lists_every_event_and_never_writes(session):
 def test_answer_html_escapes_what_the_selector_typed(session):
     candidate = ask_gate(session, event_id_for(session.session_id, 1), "<b>bold</b>", "r")
     assert "&lt;b&gt;bold&lt;/b&gt;" in answer_html(candidate)
+
+
+def test_in_chinese_the_plot_the_form_and_every_text_shown_are_chinese(session, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from chinese_texts import drawn_texts, has_chinese, in_chinese
+
+    from s09_jsonl_transcript.lessons.memory_gate import (
+        answer_text,
+        body_comparison,
+        eligible_types_text,
+        event_type_table,
+        example_selections,
+        far_outside_text,
+        gate_wrote_nothing_text,
+        plot_candidates,
+        replay_kept_lines_text,
+        selection_table,
+        sequence_answer_text,
+    )
+
+    events = session.read_events()
+    with in_chinese():
+        candidates = [ask_gate(session, event_id_for(session.session_id, n), "s", "r") for n in (1, 7)]
+        figure = plot_candidates(events, 4, candidates)
+        try:
+            shown = drawn_texts(figure)
+            assert shown.titles and all(map(has_chinese, shown.titles))
+            assert "Memory 候选" in shown.legend
+        finally:
+            plt.close(figure)
+
+        form = MemoryGateForm(session)
+        for text in (form.event_id.description, form.summary.description, form.summary.placeholder,
+                     form.reason.description, form.reason.placeholder, form.submit_button.description,
+                     form.result.value, form.answer_text()):
+            assert has_chinese(text), text
+        form.submit(event_id_for(session.session_id, 7), "calc.py before the fix", "undo")
+        assert form.result.value.startswith("第 1 次提交（transcript:session-5:7）：")
+        assert "<b>候选</b>" in form.result.value and has_chinese(form.answer_text())
+        form.submit(event_id_for(session.session_id, 3), "s", "r")
+        assert "<b>拒绝</b>" in form.result.value  # the library's reason itself stays English
+
+        refused = ask_gate(session, event_id_for(session.session_id, 3), "s", "r")
+        damaged = tmp_path / "damaged" / session.path.name
+        damaged.parent.mkdir()
+        damaged.write_bytes(session.path.read_bytes())
+        damage.delete_line(damaged, 3)
+        texts = [
+            eligible_types_text(events), answer_text(candidates[0]), answer_text(refused),
+            answer_text(ask_gate(JSONLTranscript(damaged), event_id_for(session.session_id, 1), "s", "r")),
+            sequence_answer_text(3, refused), far_outside_text(1, candidates[0]),
+            body_comparison(events[6], candidates[1]),
+            gate_wrote_nothing_text(candidates, {}, {}), replay_kept_lines_text(4, [], 13, 13),
+            event_type_table(session, "s", "r").data,
+            selection_table(session, example_selections(session.session_id)).data,
+        ]
+        for text in texts:
+            assert has_chinese(text), text
+    assert not has_chinese(answer_text(refused))  # English again afterwards

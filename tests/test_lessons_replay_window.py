@@ -393,3 +393,77 @@ def test_events_until_out_of_window_counts_the_appends_that_push_an_event_out(tm
 
 def test_a_window_larger_than_the_file_replays_every_event(session):
     assert session.replay(13) == session.replay(12)
+
+
+# --------------------------------------------------------------------------- in Chinese
+
+
+def test_in_chinese_the_plots_the_widget_and_every_text_shown_are_chinese(session, tmp_path):
+    from chinese_texts import drawn_texts, has_chinese, in_chinese
+
+    from s09_jsonl_transcript.lessons.replay_window import (
+        artifacts_text,
+        last_message_text,
+        log_in_window_text,
+        messages_table,
+        orphan_summary,
+        pages_table,
+        pointer_recorded_text,
+        prompt_table,
+        read_costs_table,
+        recovery_table,
+        snapshot_line,
+        unchanged_by_replay,
+        unterminated_last_line,
+        window_report_table,
+        window_start,
+        window_table,
+    )
+    from s09_jsonl_transcript.lessons.style import EVENT_COLORS
+
+    with in_chinese():
+        window = plot_window(session.read_events(), 8, dropped=[5], chosen=[1])
+        costs = measure_read_costs(tmp_path / "grow.jsonl", [5, 10], window=3, repeats=1)
+        reads = plot_read_costs(costs, window=3)
+        try:
+            shown = drawn_texts(window)
+            assert shown.titles and all(map(has_chinese, shown.titles))
+            assert shown.axis_labels == ["sequence"]  # the glossary keeps the word
+            words = [label for label in shown.legend if label not in EVENT_COLORS]
+            assert len(words) == 3 and "replay window（max_items=8）" in words
+            assert all(has_chinese(label) for label in words if not label.startswith("replay window"))
+            shown = drawn_texts(reads)
+            for texts in (shown.titles, shown.axis_labels, shown.legend, shown.annotations):
+                assert texts and all(map(has_chinese, texts)), texts
+        finally:
+            plt.close(window)
+            plt.close(reads)
+
+        explorer = ReplayExplorer(session)
+        assert has_chinese(explorer.replay_button.description) and has_chinese(explorer.result.value)
+        explorer.max_items.value = 4
+        explorer.replay_button.click()
+        assert explorer.result.value.startswith("第 1 次回放：<b>replay(max_items=4)</b> 发出 3 条消息")
+
+        entries = window_entries(session, 8)
+        crashed = tmp_path / "crashed" / "session-crashed.jsonl"
+        crashed.parent.mkdir()
+        said = crash_mid_tool_call(crashed, real_kill=False)
+        recovered = JSONLTranscript(crashed).recover()
+        sessions, call_id = large_output_sessions(tmp_path / "build", build_log(200), before=2, after=1)
+        artifacts = list((tmp_path / "build" / "pointer" / "artifacts").iterdir())
+        texts = [
+            said, orphan_summary(entries, session.replay(8)), window_start(session, 8),
+            unchanged_by_replay(session.path, hashlib.sha256(session.path.read_bytes()).hexdigest()),
+            unterminated_last_line(crashed), snapshot_line(session.recover()["file_snapshots"][0]),
+            last_message_text(recovered["messages"]), log_in_window_text(sessions[MISTAKE], call_id),
+            pointer_recorded_text(sessions[POINTER], call_id), artifacts_text(artifacts),
+        ]
+        tables = [
+            window_table(entries), messages_table(session.replay(8)), recovery_table(session, 3),
+            read_costs_table(costs, window=3), window_report_table(window_report(session, 5)),
+            pages_table(pages_back(session, 5, 2)), prompt_table(sessions, call_id),
+        ]
+        for text in texts + [table.data for table in tables]:
+            assert has_chinese(text), text
+    assert not has_chinese(window_start(session, 8))  # English again afterwards

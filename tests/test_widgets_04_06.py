@@ -3,7 +3,8 @@
 An instructor presses a button twice, goes back to an earlier setting, switches the chain on and off
 in the middle of a kill round. Every press must change what the result shows, show what its settings
 give, and raise no error. ipywidgets catches an exception in a click handler and only logs it, so each
-press also fails on such a log record.
+press also fails on such a log record. Every sequence runs in both languages of the kit: in Chinese,
+each result must also hold Chinese text.
 """
 
 from __future__ import annotations
@@ -14,11 +15,33 @@ import random
 
 import pytest
 
+from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, event_id_for, run_agent, ticking_clock
 from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
-from s09_jsonl_transcript.lessons.crash_lab import FlipPanel, KillPanel
+from s09_jsonl_transcript.lessons.crash_lab import FlipPanel, KillPanel, flip_text, kill_verdict
 from s09_jsonl_transcript.lessons.memory_gate import MemoryGateForm, answer_html, ask_gate
 from s09_jsonl_transcript.lessons.replay_window import ReplayExplorer, window_entries, window_table
+
+LANGUAGES = ("en", "zh")
+# How each result starts, in each language
+REPLAY_START = {"en": "Replay {number}: <b>replay(max_items={max_items})</b> sends ",
+                "zh": "第 {number} 次回放：<b>replay(max_items={max_items})</b> 发出 "}
+UNCHANGED = {"en": "File unchanged: True.", "zh": "文件未变：是。"}
+SUBMISSION = {"en": "Submission {number} ({event_id}): ", "zh": "第 {number} 次提交（{event_id}）："}
+ROUND = {"en": "Round {number}:", "zh": "第 {number} 轮："}
+SURVIVED = {"en": "every acknowledged event survived every kill", "zh": "每个已确认的事件都挺过了每一次杀进程"}
+
+
+def has_chinese(text: str) -> bool:
+    return any("\u4e00" <= character <= "\u9fff" for character in text)
+
+
+@pytest.fixture(params=LANGUAGES)
+def language(request):
+    """Each test runs once per language; English again afterwards."""
+    i18n.use(request.param)
+    yield request.param
+    i18n.use("en")
 
 
 @pytest.fixture
@@ -53,7 +76,7 @@ REPLAY_ORDERS = [
 
 
 @pytest.mark.parametrize("order", REPLAY_ORDERS, ids=["route", "ends", "random"])
-def test_replay_pressed_again_and_again_shows_each_window(session, press, order):
+def test_replay_pressed_again_and_again_shows_each_window(session, press, order, language):
     explorer = ReplayExplorer(session)
     before_file = session.path.read_bytes()
     for number, max_items in enumerate(order, start=1):
@@ -62,9 +85,10 @@ def test_replay_pressed_again_and_again_shows_each_window(session, press, order)
         press(explorer.replay_button)
         shown = explorer.result.value
         assert shown != before
-        assert shown.startswith(f"Replay {number}: <b>replay(max_items={max_items})</b> sends ")
-        assert "File unchanged: True." in shown
+        assert shown.startswith(REPLAY_START[language].format(number=number, max_items=max_items))
+        assert UNCHANGED[language] in shown
         assert shown.endswith(window_table(window_entries(session, max_items)).data)
+        assert has_chinese(shown) == (language == "zh")
     assert session.path.read_bytes() == before_file
 
 
@@ -84,7 +108,7 @@ def _selections(session_id):
 
 
 @pytest.mark.parametrize("shuffle", [None, 1, 2], ids=["route", "shuffled-1", "shuffled-2"])
-def test_submit_pressed_again_and_again_shows_each_answer(session, press, shuffle):
+def test_submit_pressed_again_and_again_shows_each_answer(session, press, shuffle, language):
     selections = _selections(session.session_id)
     if shuffle is not None:
         random.Random(shuffle).shuffle(selections)
@@ -95,8 +119,9 @@ def test_submit_pressed_again_and_again_shows_each_answer(session, press, shuffl
         form.event_id.value, form.summary.value, form.reason.value = event_id, summary, reason
         press(form.submit_button)
         assert form.result.value != before
-        assert form.result.value == (f"Submission {number} ({html.escape(event_id)}): "
+        assert form.result.value == (SUBMISSION[language].format(number=number, event_id=html.escape(event_id))
                                      + answer_html(ask_gate(session, event_id, summary, reason)))
+        assert has_chinese(form.result.value) == (language == "zh")
     assert session.path.read_bytes() == before_file
 
 
@@ -106,31 +131,35 @@ def _flip_settings():
     return [(False, 200), (True, 200), (True, None), (False, None), (False, 30), (True, 3000), (False, 0)]
 
 
-def test_kill_rounds_and_flips_interleaved(tmp_path, press):
+def test_kill_rounds_and_flips_interleaved(tmp_path, press, language):
     kills = KillPanel(trials=3, root=tmp_path)
     flips = FlipPanel()
     settings = _flip_settings()
     for round_number in range(1, 4):
         before = kills.result.value
         press(kills.button)
-        assert kills.result.value != before and f"Round {round_number}:" in kills.result.value
-        assert "every acknowledged event survived every kill" in kills.result.value
+        assert kills.result.value != before and ROUND[language].format(number=round_number) in kills.result.value
+        assert SURVIVED[language] in kills.result.value
+        assert html.escape(kill_verdict(kills.results)) in kills.result.value
         assert (kills.progress.value, kills.progress.max) == (3, 3) and not kills.button.disabled
         for chained, offset in settings[round_number - 1::3]:  # a few flips between the rounds
             flips.chain.value = chained
             flips.offset.value = flips.offset.max if offset is None else min(offset, flips.offset.max)
-            assert flips.result.value == flipped_example(integrity=chained, offset=flips.offset.value)
+            assert flips.result.value == flip_text(integrity=chained, offset=flips.offset.value)
+            assert has_chinese(flips.result.value) == (language == "zh")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["round-1", "round-2", "round-3"]
 
 
-def test_the_flip_slider_follows_the_chain_both_ways():
+def test_the_flip_slider_follows_the_chain_both_ways(language):
     flips = FlipPanel()
     for chained, offset in _flip_settings() * 2:
         flips.chain.value = chained
         assert flips.offset.max == flips.sizes[chained] - 1
         wanted = flips.offset.max if offset is None else min(offset, flips.offset.max)
         flips.offset.value = wanted
-        assert flips.result.value == flipped_example(integrity=chained, offset=wanted)
+        assert flips.result.value == flip_text(integrity=chained, offset=wanted)
+        if language == "en":  # in English the display path says exactly what the crash lab says
+            assert flips.result.value == flipped_example(integrity=chained, offset=wanted)
 
 
 def test_press_fails_on_an_exception_the_handler_swallowed(press):

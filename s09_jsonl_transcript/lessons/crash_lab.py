@@ -4,28 +4,90 @@ The campaigns themselves live in the crashlab package; this module only draws an
 buttons, so the crash lab never depends on the notebooks. Figures use the Okabe-Ito
 colours of style.py, readable to colour-blind eyes. Buttons and sliders call plain
 functions that a cell can call too.
+
+The crash lab speaks English (its command line prints its own tables); everything of it that
+notebook 6 shows passes through this module's display functions, which speak the language in use.
 """
 
 from __future__ import annotations
 
 import html
 import tempfile
+import unicodedata
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from IPython.display import HTML
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
-from ..crashlab.damage_maps import DamageReport, flipped_example, write_sample
+from .. import i18n
+from ..code import JSONLTranscript
+from ..crashlab.damage_maps import DamageReport, damage_rows, write_sample
 from ..crashlab.kills import KillTrial, kill_campaign, kill_summary
-from ..crashlab.powerloss import ABSENT, FAILS_CLOSED, FILLS, PREFIX_CLEAN, PREFIX_TORN
+from ..crashlab.powerloss import ABSENT, FAILS_CLOSED, FILLS, PREFIX_CLEAN, PREFIX_TORN, PowerLossReport
+from ..crashlab.races import RaceResult
 from ..crashlab.workload import MODES
-from ..damage import VERDICT_KINDS
-from .display import MAIN_CONTROL_CLASS, RESULT_CLASS
-from .style import OKABE_ITO, VERDICT_COLORS
+from ..damage import CORRUPT, VERDICT_KINDS, Verdict, flip_byte, verdict
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
+from .style import OKABE_ITO, VERDICT_COLORS, verdict_label
+
+tr = i18n.translator("crash_lab")
+
+# --------------------------------------------------------------------------- the crash lab's words, translated
+
+
+def outcome_label(outcome: str) -> str:
+    """A power-loss outcome (crashlab.powerloss: PREFIX_CLEAN, PREFIX_TORN, ABSENT, FAILS_CLOSED), for display.
+
+    Anything else is a finding: a broken promise, named by the crash lab in English.
+    """
+    labels = {
+        PREFIX_CLEAN: tr("exact prefix"),
+        PREFIX_TORN: tr("exact prefix, partial tail ignored"),
+        ABSENT: tr("file absent"),
+        FAILS_CLOSED: tr("fails closed (corruption after the acknowledged records)"),
+        "FINDING": tr("FINDING: a broken promise"),
+    }
+    return labels.get(outcome, outcome)
+
+
+def fill_label(fill: str) -> str:
+    """What filled the rest of a torn write's room (crashlab.powerloss.FILLS), for display."""
+    return {"cut": tr("cut"), "zeros": tr("zeros"), "garbage": tr("garbage")}.get(fill, fill)
+
+
+def mode_label(mode: str) -> str:
+    """A kill-campaign mode: the writer modes keep their names (they are arguments); "all" is translated."""
+    return tr("all") if mode == "all" else mode
+
+
+def scenario_label(scenario: str) -> str:
+    """A race scenario (crashlab.races.SCENARIOS), for display."""
+    return {"one session": tr("one session"), "taking turns": tr("taking turns"),
+            "own sessions": tr("own sessions")}.get(scenario, scenario)
+
+
+def verdict_text(found: Verdict) -> str:
+    """A reader's verdict in words, in the language in use (in English, exactly str(found)).
+
+    The detail of a TranscriptCorruptionError is the library's own message and stays English.
+    """
+    if found.kind == CORRUPT:
+        return tr("TranscriptCorruptionError at line {line}: {detail}", line=found.line, detail=found.detail)
+    return tr("{verdict} ({events} events)", verdict=verdict_label(found.kind), events=found.events)
+
+
+def _display_width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(character) in "WF" else 1 for character in text)
+
+
+def _pad(text: str, width: int) -> str:
+    """text followed by spaces up to width columns (a Chinese character takes two)."""
+    return text + " " * max(width - _display_width(text), 0)
 
 # --------------------------------------------------------------------------- figures
 
@@ -46,12 +108,13 @@ def plot_kill_trials(results: list[KillTrial]):
     for mode in MODES:
         chosen = [result for result in results if result.mode == mode]
         trials_ax.scatter([r.trial for r in chosen], [r.acknowledged for r in chosen], s=18,
-                          color=MODE_COLORS[mode], label=f"acknowledged ({mode})")
+                          color=MODE_COLORS[mode], label=tr("acknowledged ({mode})", mode=mode))
     trials_ax.plot([r.trial for r in results], [r.lost for r in results], "x-", color=OKABE_ITO["vermillion"],
-                   label="lost (acknowledged, not recovered)")
+                   label=tr("lost (acknowledged, not recovered)"))
     trials_ax.set_yscale("symlog", linthresh=1)  # 0 lost and 200 acknowledged in one view
-    trials_ax.set(title=f"{len(results)} SIGKILLs: {sum(r.lost for r in results)} acknowledged events lost",
-                  xlabel="trial", ylabel="events (symmetric log scale)")
+    trials_ax.set(title=tr("{kills} SIGKILLs: {lost} acknowledged events lost", kills=len(results),
+                           lost=sum(r.lost for r in results)),
+                  xlabel=tr("trial"), ylabel=tr("events (symmetric log scale)"))
     trials_ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     in_flight = {mode: Counter(r.recovered - r.acknowledged for r in results if r.mode == mode) for mode in MODES}
     extra = sorted({value for counts in in_flight.values() for value in counts})
@@ -59,9 +122,9 @@ def plot_kill_trials(results: list[KillTrial]):
     for index, mode in enumerate(MODES):
         flight_ax.bar([value + (index - 1) * width for value in extra], [in_flight[mode][value] for value in extra],
                       width=width, color=MODE_COLORS[mode], label=mode)
-    flight_ax.set(title="Recovered minus acknowledged", xlabel="events on disk the victim never acknowledged",
-                  ylabel="trials")
-    flight_ax.legend(fontsize="small", title="mode")
+    flight_ax.set(title=tr("Recovered minus acknowledged"), xlabel=tr("events on disk the victim never acknowledged"),
+                  ylabel=tr("trials"))
+    flight_ax.legend(fontsize="small", title=tr("mode"))
     fig.tight_layout()
     return fig
 
@@ -110,13 +173,14 @@ def plot_verdict_maps(reports: list[DamageReport], mask: int = 0x01, min_visible
     """
     strips = []
     for report in reports:
-        chain = "chain on" if report.integrity else "chain off"
+        chain = tr("chain on") if report.integrity else tr("chain off")
         data = sample_bytes(integrity=report.integrity)
         if len(data) != report.size:
             raise ValueError("the sample written here is not the one the report damaged")
         newlines = [offset for offset, byte in enumerate(data) if byte == ord("\n")]
-        strips.append((f"truncate\n({chain})", report.truncations, newlines))
-        strips.append((f"flip bit {mask:#04x}\n({chain})", report.flips[mask], newlines))
+        strips.append((tr("truncate\n({chain})", chain=chain), report.truncations, newlines))
+        strips.append((tr("flip bit {mask}\n({chain})", mask=f"{mask:#04x}", chain=chain), report.flips[mask],
+                       newlines))
     fig, axes = plt.subplots(len(strips), 1, figsize=(11, 0.95 * len(strips) + 1.3), sharex=True)
     longest = max(len(kinds) for _, kinds, _ in strips)
     narrowest = min_visible * longest
@@ -127,9 +191,9 @@ def plot_verdict_maps(reports: list[DamageReport], mask: int = 0x01, min_visible
         ax.set_ylim(-0.3, 1)
         ax.set_yticks([0.5], [label], fontsize="small")
     axes[0].set_xlim(0, longest)
-    axes[0].set_title("What the reader says after each possible damage, byte by byte")
-    axes[-1].set_xlabel("byte offset (ticks: the newline that ends each record)")
-    fig.legend(handles=[Patch(color=VERDICT_COLORS[kind], label=kind) for kind in VERDICT_KINDS],
+    axes[0].set_title(tr("What the reader says after each possible damage, byte by byte"))
+    axes[-1].set_xlabel(tr("byte offset (ticks: the newline that ends each record)"))
+    fig.legend(handles=[Patch(color=VERDICT_COLORS[kind], label=verdict_label(kind)) for kind in VERDICT_KINDS],
                loc="lower center", ncol=4, fontsize="small", frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
@@ -145,22 +209,68 @@ def plot_one_append(record: bytes, rows: list[tuple[int, str, str]]):
     fig, ax = plt.subplots(figsize=(11, 2.8))
     ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=-0.5, vmax=len(outcomes) - 0.5,
               cmap=ListedColormap([OUTCOME_COLORS[outcome] for outcome in outcomes]))
-    ax.set_yticks(range(len(FILLS)), [f"rest: {fill}" for fill in FILLS])
+    ax.set_yticks(range(len(FILLS)), [tr("rest: {fill}", fill=fill_label(fill)) for fill in FILLS])
     ax.axvline(len(record) - 1, color=OKABE_ITO["black"], linestyle=":", linewidth=1)
-    ax.annotate("all but the newline", (len(record) - 1, -0.5), xytext=(-4, 4), textcoords="offset points",
+    ax.annotate(tr("all but the newline"), (len(record) - 1, -0.5), xytext=(-4, 4), textcoords="offset points",
                 ha="right", fontsize="small", annotation_clip=False)
-    ax.set(title=f"Power cut during one append of {len(record)} bytes: every byte boundary, three fillings",
-           xlabel="bytes of the record that reached the disk")
+    ax.set(title=tr("Power cut during one append of {size} bytes: every byte boundary, three fillings",
+                    size=len(record)),
+           xlabel=tr("bytes of the record that reached the disk"))
     seen = sorted({outcome if outcome in OUTCOME_COLORS else "FINDING" for _, _, outcome in rows}, key=outcomes.index)
-    ax.legend(handles=[Patch(color=OUTCOME_COLORS[outcome], label=outcome) for outcome in seen],
+    ax.legend(handles=[Patch(color=OUTCOME_COLORS[outcome], label=outcome_label(outcome)) for outcome in seen],
               loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize="small", frameon=False)
     fig.tight_layout()
     return fig
 
 
+# --------------------------------------------------------------------------- what the campaigns found, as tables
+
+
+def one_append_table(rows: list[tuple[int, str, str]]):
+    """For each filling of one append's torn write, how many states gave each outcome (one_append_states' rows)."""
+    counts = {fill: Counter(outcome for _, row_fill, outcome in rows if row_fill == fill) for fill in FILLS}
+    order = list(OUTCOME_COLORS)
+    seen = sorted({outcome for _, _, outcome in rows},
+                  key=lambda outcome: (order.index(outcome) if outcome in order else len(order), outcome))
+    return html_table([tr("the rest of the write")] + [outcome_label(outcome) for outcome in seen],
+                      [[fill_label(fill)] + [counts[fill][outcome] for outcome in seen] for fill in FILLS])
+
+
+def power_loss_table(report: PowerLossReport):
+    """How many power-cut states gave each outcome, and how many were checked (HTML, ready to display)."""
+    table = html_table([tr("outcome"), tr("states")],
+                       [(outcome_label(outcome), count) for outcome, count in sorted(report.outcomes.items())])
+    summary = tr("{states} states ({repair} crashed during a repair), findings: {findings}", states=report.states,
+                 repair=report.repair_states, findings=len(report.findings))
+    return HTML(table.data + f"<p>{html.escape(summary)}</p>")
+
+
+def damage_table(reports: list[DamageReport]):
+    """crashlab.damage_rows as a table: one row per report (the chain off, then on)."""
+    headers = {"integrity": tr("hash chain"), "bytes": tr("bytes"), "records": tr("records"), "flips": tr("flips"),
+               "flips caught": tr("flips caught"), "flips silent": tr("flips silent"),
+               "line edits": tr("line edits"), "edits silent": tr("edits silent"),
+               "last line deleted": tr("last line deleted")}
+    rows = damage_rows(reports)
+    shown = [{**row, "integrity": tr("on") if row["integrity"] == "on" else tr("off")} for row in rows]
+    return html_table([headers[name] for name in rows[0]], [[row[name] for name in rows[0]] for row in shown])
+
+
+def race_table(results: list[RaceResult]):
+    """What each race scenario's racers did and what the files hold."""
+    return html_table([tr("scenario"), tr("wrote"), tr("refused"), tr("events"), tr("promise held")],
+                      [(scenario_label(result.scenario), result.wrote, result.locked, result.events,
+                        tr("yes") if result.ok else tr("no: {problem}", problem=result.problem)) for result in results])
+
+
 # --------------------------------------------------------------------------- widgets
 
 _ZERO_COLUMNS = ("trials", "lost", "duplicated", "spliced", "partial batches", "failed")
+
+
+def _zero_column_label(column: str) -> str:
+    return {"trials": tr("trials"), "lost": tr("lost"), "duplicated": tr("duplicated"), "spliced": tr("spliced"),
+            "partial batches": tr("partial batches"), "failed": tr("failed")}[column]
 
 
 def kill_verdict(results: list[KillTrial]) -> str:
@@ -169,10 +279,12 @@ def kill_verdict(results: list[KillTrial]) -> str:
     Acknowledged and recovered totals depend on timing, so they are left out: the same
     seed always prints the same text.
     """
-    lines = [f"{row['mode']:<7}" + "  ".join(f"{column} {row[column]}" for column in _ZERO_COLUMNS)
+    lines = [_pad(mode_label(row["mode"]), 7)
+             + "  ".join(tr("{column} {count}", column=_zero_column_label(column), count=row[column])
+                         for column in _ZERO_COLUMNS)
              for row in kill_summary(results)]
     kept = all(result.ok for result in results)
-    lines.append("every acknowledged event survived every kill" if kept else "A KILL BROKE THE PROMISE")
+    lines.append(tr("every acknowledged event survived every kill") if kept else tr("A KILL BROKE THE PROMISE"))
     return "\n".join(lines)
 
 
@@ -184,10 +296,10 @@ class KillPanel:
 
     def __init__(self, trials: int = 12, seed: int = 0, root=None):
         self.trials, self.seed, self.root, self.rounds, self.results = trials, seed, root, 0, []
-        self.button = widgets.Button(description=f"Kill {trials} writers", button_style="danger",
+        self.button = widgets.Button(description=tr("Kill {trials} writers", trials=trials), button_style="danger",
                                      icon="bolt").add_class(MAIN_CONTROL_CLASS)
-        self.progress = widgets.IntProgress(value=0, min=0, max=trials, description="kills")
-        self.result = widgets.HTML("<p>Press the button: each kill starts a new writer process.</p>")
+        self.progress = widgets.IntProgress(value=0, min=0, max=trials, description=tr("kills"))
+        self.result = widgets.HTML("<p>" + tr("Press the button: each kill starts a new writer process.") + "</p>")
         self.result.add_class(RESULT_CLASS)
         self.button.on_click(lambda _button: self.run())
         self.widget = widgets.VBox([widgets.HBox([self.button, self.progress]), self.result])
@@ -206,7 +318,7 @@ class KillPanel:
         finally:
             self.button.disabled = False
         self.rounds += 1
-        self.result.value = (f"<p>Round {self.rounds}:</p>"
+        self.result.value = ("<p>" + tr("Round {round}:", round=self.rounds) + "</p>"
                              f"<pre style='font-size:12px'>{html.escape(kill_verdict(self.results))}</pre>")
         return self.results
 
@@ -216,14 +328,45 @@ def sample_size(*, integrity: bool) -> int:
     return len(sample_bytes(integrity=integrity))
 
 
+def flip_verdict(*, integrity: bool, offset: int, mask: int = 0x01) -> Verdict:
+    """The reader's verdict on a fresh copy of the one-session sample with one bit of one byte flipped.
+
+    The same verdict as crashlab.damage_maps.flipped_example (which says it in English words).
+    """
+    with tempfile.TemporaryDirectory(prefix="s09-flip-") as folder:
+        path = Path(folder) / "sample.jsonl"  # the sample's own name: the same session id
+        path.write_bytes(sample_bytes(integrity=integrity))
+        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        flip_byte(path, offset, mask)
+        return verdict(path, reference, integrity=integrity)
+
+
+def flip_text(*, integrity: bool, offset: int, mask: int = 0x01) -> str:
+    """flip_verdict in words, in the language in use."""
+    return verdict_text(flip_verdict(integrity=integrity, offset=offset, mask=mask))
+
+
+def flip_comparison(panel: FlipPanel, offsets=(30, 100, 200)) -> str:
+    """What the panel shows, then the verdict for each offset with the chain off and on."""
+    chain = tr("chain on") if panel.chain.value else tr("chain off")
+    lines = [tr("the panel ({chain}, byte {offset}): {result}", chain=chain, offset=panel.offset.value,
+                result=panel.result.value)]
+    for offset in offsets:
+        for chained in (False, True):
+            label = _pad(tr("chain on") if chained else tr("chain off"), 9)
+            lines.append(tr("{chain} byte {offset}: {result}", chain=label, offset=f"{offset:>3}",
+                            result=flip_text(integrity=chained, offset=offset)))
+    return "\n".join(lines)
+
+
 class FlipPanel:
     """Pick a byte and the chain on or off; see what the reader says when one bit of it flips."""
 
     def __init__(self, offset: int = 100):
         self.sizes = {integrity: sample_size(integrity=integrity) for integrity in (False, True)}
-        self.offset = widgets.IntSlider(value=offset, min=0, max=self.sizes[False] - 1, description="byte",
+        self.offset = widgets.IntSlider(value=offset, min=0, max=self.sizes[False] - 1, description=tr("byte"),
                                         continuous_update=False)
-        self.chain = widgets.Checkbox(value=False, description="hash chain on")
+        self.chain = widgets.Checkbox(value=False, description=tr("hash chain on"))
         self.result = widgets.Label()
         self.offset.observe(lambda _change: self.show(), names="value")
         self.chain.observe(lambda _change: self.show(), names="value")
@@ -233,13 +376,17 @@ class FlipPanel:
     def show(self) -> str:
         """Flip the low bit of the chosen byte in a fresh sample and show the verdict."""
         self.offset.max = self.sizes[self.chain.value] - 1
-        self.result.value = flipped_example(integrity=self.chain.value, offset=self.offset.value)
+        self.result.value = flip_text(integrity=self.chain.value, offset=self.offset.value)
         return self.result.value
 
 
 def progress_bar(description: str) -> tuple:
-    """An IntProgress bar and the progress(done, total) callback that moves it."""
-    bar = widgets.IntProgress(value=0, min=0, max=1, description=description)
+    """An IntProgress bar and the progress(done, total) callback that moves it.
+
+    The notebook's three bars ("kills", "states", "maps") are labelled in the language in use.
+    """
+    labels = {"kills": tr("kills"), "states": tr("states"), "maps": tr("maps")}
+    bar = widgets.IntProgress(value=0, min=0, max=1, description=labels.get(description, description))
 
     def move(done: int, total: int) -> None:
         bar.max, bar.value = total, done

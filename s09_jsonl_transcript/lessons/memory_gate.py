@@ -13,9 +13,20 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
-from ..code import JSONLTranscript, MemorySelectionError, TranscriptCorruptionError, TranscriptMemoryCandidate
+from .. import i18n
+from ..code import (
+    MEMORY_ELIGIBLE_EVENT_TYPES,
+    JSONLTranscript,
+    MemorySelectionError,
+    TranscriptCorruptionError,
+    TranscriptMemoryCandidate,
+    event_id_for,
+)
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
+from .replay_window import plot_window
 from .style import OKABE_ITO
+
+tr = i18n.translator("memory_gate")
 
 
 def ask_gate(transcript: JSONLTranscript, event_id, summary, reason):
@@ -31,12 +42,39 @@ def ask_gate(transcript: JSONLTranscript, event_id, summary, reason):
 
 
 def describe_answer(answer) -> tuple[str, str]:
-    """(verdict, detail) for one answer of ask_gate: the candidate's source id, or the refusal message."""
+    """(verdict, detail) for one answer of ask_gate, in the language in use: the candidate's source id, or
+    the refusal (the library's own message, which stays English)."""
     if isinstance(answer, TranscriptMemoryCandidate):
-        return "allowed", f"candidate for {answer.source_id}"
+        return tr("allowed"), tr("candidate for {source_id}", source_id=answer.source_id)
     if isinstance(answer, TranscriptCorruptionError):
-        return "refused", f"the transcript is damaged: {answer}"
-    return "refused", str(answer)
+        return tr("refused"), tr("the transcript is damaged: {error}", error=answer)
+    return tr("refused"), str(answer)
+
+
+def answer_text(answer) -> str:
+    """One answer of ask_gate as one line: the verdict, then the candidate's source id or the refusal."""
+    return tr("{verdict}: {detail}", verdict=describe_answer(answer)[0], detail=describe_answer(answer)[1])
+
+
+def sequence_answer_text(sequence: int, answer) -> str:
+    """The gate's answer for the event at this sequence, as one line."""
+    return tr("sequence {sequence}: {answer}", sequence=sequence, answer=answer_text(answer))
+
+
+def far_outside_text(sequence: int, answer) -> str:
+    """The gate's answer for an event far outside the replay window, as one line."""
+    return tr("sequence {sequence}, far outside the window: {answer}", sequence=sequence, answer=answer_text(answer))
+
+
+def count_candidates(answers) -> int:
+    """How many of ask_gate's answers are candidates."""
+    return sum(isinstance(answer, TranscriptMemoryCandidate) for answer in answers)
+
+
+def eligible_types_text(events: list[dict]) -> str:
+    """How many events there are and which event types the gate lets through."""
+    return tr("{count} events; eligible types: {types}", count=len(events),
+              types=sorted(MEMORY_ELIGIBLE_EVENT_TYPES))
 
 
 def event_type_rows(transcript: JSONLTranscript, summary: str, reason: str) -> list[tuple]:
@@ -48,10 +86,38 @@ def event_type_rows(transcript: JSONLTranscript, summary: str, reason: str) -> l
             for event_type, event in first_of_type.items()]
 
 
+def event_type_table(transcript: JSONLTranscript, summary: str, reason: str):
+    """event_type_rows as a table."""
+    return html_table([tr("event type"), tr("event id"), tr("gate"), tr("candidate or refusal")],
+                      event_type_rows(transcript, summary, reason))
+
+
 def selection_rows(transcript: JSONLTranscript, selections) -> list[tuple]:
     """One row per (label, event_id, summary, reason) selection: label, event id, verdict, detail."""
     return [(label, repr(event_id), *describe_answer(ask_gate(transcript, event_id, summary, reason)))
             for label, event_id, summary, reason in selections]
+
+
+def example_selections(session_id: str) -> list[tuple]:
+    """Notebook 5's selections, one per way to get it wrong and one good one: (label, event_id, summary, reason).
+
+    The summaries and reasons are what a selector typed: the gate checks that they are there, not what they say.
+    """
+    return [
+        (tr("an id from another session"), "transcript:other-session:1", "a fact", "a reason"),
+        (tr("a sequence with a leading zero"), event_id_for(session_id, "01"), "a fact", "a reason"),
+        (tr("a sequence past the end"), event_id_for(session_id, 99), "a fact", "a reason"),
+        (tr("a bare number"), 1, "a fact", "a reason"),
+        (tr("a blank summary"), event_id_for(session_id, 1), "   ", "a reason"),
+        (tr("no reason"), event_id_for(session_id, 1), "a fact", None),
+        (tr("a good selection"), event_id_for(session_id, 1), "add(2, 3) returned -1", "the bug this session fixed"),
+    ]
+
+
+def selection_table(transcript: JSONLTranscript, selections):
+    """selection_rows as a table."""
+    return html_table([tr("selection"), tr("event id"), tr("gate"), tr("candidate or refusal")],
+                      selection_rows(transcript, selections))
 
 
 def carries_text(candidate: TranscriptMemoryCandidate, text: str) -> bool:
@@ -66,14 +132,53 @@ def files_under(folder) -> dict[str, str]:
             for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
+def _yes_no(flag: bool) -> str:
+    return tr("True") if flag else tr("False")
+
+
+def body_comparison(event: dict, candidate: TranscriptMemoryCandidate) -> str:
+    """The event's fields next to the candidate's, whether any file text of the event is in the candidate, and
+    what the candidate hands to a memory store."""
+    texts = [text for text in event.get("files", {}).values() if isinstance(text, str)]
+    return "\n".join([
+        tr("event fields:     {fields}", fields=sorted(event)),
+        tr("candidate fields: {fields}", fields=[field.name for field in dataclasses.fields(candidate)]),
+        tr("the file's text is in the candidate: {found}",
+           found=_yes_no(any(carries_text(candidate, text) for text in texts))),
+        tr("what a memory store keeps beside the summary: {metadata}", metadata=candidate.source_metadata()),
+    ])
+
+
+def gate_wrote_nothing_text(answers, before: dict, after: dict) -> str:
+    """How many selections and candidates there were, and whether every file is what it was before them."""
+    return "\n".join([
+        tr("{selections} selections, {candidates} candidates", selections=len(answers),
+           candidates=count_candidates(answers)),
+        tr("files under the folder: {count}; all unchanged after the selections: {unchanged}", count=len(before),
+           unchanged=_yes_no(after == before)),
+    ])
+
+
+def replay_kept_lines_text(max_items: int, messages: list, lines_before: int, lines_after: int) -> str:
+    """What replay(max_items) sent, and the file's line count before and after it."""
+    return tr("replay({max_items}) sent {messages} messages; lines in the file before: {before}, after: {after}",
+              max_items=max_items, messages=len(messages), before=lines_before, after=lines_after)
+
+
+def plot_candidates(events: list[dict], max_items: int, candidates):
+    """The transcript with the replay window framed and a star over each candidate's event. Returns the figure."""
+    return plot_window(events, max_items, chosen=[candidate.sequence for candidate in candidates],
+                       title=tr("Memory candidates can point anywhere in the file, not only into the replay window"))
+
+
 def answer_html(answer) -> str:
     """The form's result: the candidate's fields as a table, or the refusal in words."""
     if not isinstance(answer, TranscriptMemoryCandidate):
-        return (f"<span style='color:{OKABE_ITO['vermillion']}'>&#10007;</span> <b>refused</b>: "
-                f"{html.escape(describe_answer(answer)[1])}")
+        return (f"<span style='color:{OKABE_ITO['vermillion']}'>&#10007;</span> "
+                + tr("<b>refused</b>: {reason}", reason=html.escape(describe_answer(answer)[1])))
     rows = list(dataclasses.asdict(answer).items())
-    return (f"<span style='color:{OKABE_ITO['green']}'>&#10003;</span> <b>candidate</b> (no event body inside)"
-            + html_table(["field", "value"], rows).data)
+    return (f"<span style='color:{OKABE_ITO['green']}'>&#10003;</span> " + tr("<b>candidate</b> (no event body inside)")
+            + html_table([tr("field"), tr("value")], rows).data)
 
 
 class MemoryGateForm:
@@ -87,12 +192,12 @@ class MemoryGateForm:
         self.submissions = 0
         self.answer = None  # the gate's last answer: a candidate or the error that refused the selection
         choices = [(f"{event['sequence']}: {event['type']}", event["event_id"]) for event in transcript.read_events()]
-        self.event_id = widgets.Dropdown(options=choices, description="Event")
-        self.summary = widgets.Text(description="Summary", placeholder="what is worth remembering")
-        self.reason = widgets.Text(description="Reason", placeholder="why it should outlive this session")
-        self.submit_button = widgets.Button(description="Submit to the gate", button_style="primary")
+        self.event_id = widgets.Dropdown(options=choices, description=tr("Event"))
+        self.summary = widgets.Text(description=tr("Summary"), placeholder=tr("what is worth remembering"))
+        self.reason = widgets.Text(description=tr("Reason"), placeholder=tr("why it should outlive this session"))
+        self.submit_button = widgets.Button(description=tr("Submit to the gate"), button_style="primary")
         self.submit_button.add_class(MAIN_CONTROL_CLASS)
-        self.result = widgets.HTML("Choose an event, write a summary and a reason, then submit.")
+        self.result = widgets.HTML(tr("Choose an event, write a summary and a reason, then submit."))
         self.result.add_class(RESULT_CLASS)
         self.submit_button.on_click(
             lambda _button: self.submit(self.event_id.value, self.summary.value, self.reason.value))
@@ -101,8 +206,15 @@ class MemoryGateForm:
         """Ask the gate, show its answer, and return it (a candidate or the error, as ask_gate does)."""
         self.answer = ask_gate(self.transcript, event_id, summary, reason)
         self.submissions += 1
-        self.result.value = f"Submission {self.submissions} ({html.escape(str(event_id))}): " + answer_html(self.answer)
+        self.result.value = (tr("Submission {number} ({event_id}): ", number=self.submissions,
+                                event_id=html.escape(str(event_id))) + answer_html(self.answer))
         return self.answer
+
+    def answer_text(self) -> str:
+        """The form's last answer as one line (no submission yet: says so)."""
+        if self.answer is None:
+            return tr("the form: nothing submitted yet")
+        return tr("the form: {answer}", answer=answer_text(self.answer))
 
     def widget(self) -> widgets.VBox:
         """The form and its result, ready to display."""

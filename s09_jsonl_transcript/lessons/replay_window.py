@@ -23,6 +23,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
+from .. import i18n
 from ..code import (
     BUG_FIX_SCRIPT,
     SESSION_MAX_ITEMS,
@@ -52,6 +53,24 @@ ORPHAN = "dropped: its tool call is outside the window"
 OUTSIDE = "outside the window"
 
 OTHER_TYPE_COLOR = OKABE_ITO["black"]  # event types outside the lesson's six
+
+tr = i18n.translator("replay_window")
+
+
+def fate_label(fate: str) -> str:
+    """A window entry's fate (SENT, METADATA, ORPHAN, OUTSIDE) in the language in use, for display."""
+    labels = {
+        SENT: tr("sent as a message"),
+        METADATA: tr("metadata: not sent"),
+        ORPHAN: tr("dropped: its tool call is outside the window"),
+        OUTSIDE: tr("outside the window"),
+    }
+    return labels.get(fate, fate)
+
+
+def yes_no(flag: bool) -> str:
+    """A check's outcome as a word: True / False in English, 是 / 否 in Chinese."""
+    return tr("True") if flag else tr("False")
 
 
 @dataclass(frozen=True)
@@ -90,7 +109,8 @@ def describe_content(content, width: int = 60) -> str:
     else:
         text = "; ".join(
             f"tool_use {block['id']}: {block['name']}({json.dumps(block['input'])})" if block["type"] == "tool_use"
-            else f"tool_result for {block['tool_use_id']}: {json.dumps(block['content'])}"
+            else tr("tool_result for {call}: {content}", call=block["tool_use_id"],
+                    content=json.dumps(block["content"]))
             for block in content
         )
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -98,19 +118,56 @@ def describe_content(content, width: int = 60) -> str:
 
 def messages_table(messages):
     """messages[] as a table: position, role, and what each message holds."""
-    return html_table(["#", "role", "content"],
+    return html_table(["#", tr("role"), tr("content")],
                       [(number, message["role"], describe_content(message["content"]))
                        for number, message in enumerate(messages, start=1)])
 
 
 def window_table(entries):
     """The window entries as a table."""
-    return html_table(["sequence", "type", "replay did"],
-                      [(entry.sequence, entry.event_type, entry.fate) for entry in entries])
+    return html_table(["sequence", tr("type"), tr("replay did")],
+                      [(entry.sequence, entry.event_type, fate_label(entry.fate)) for entry in entries])
+
+
+def orphan_summary(entries: list[WindowEntry], messages: list[dict]) -> str:
+    """Which events of the window replay dropped, and the first message it sends."""
+    dropped = [(entry.sequence, entry.event_type) for entry in entries if entry.fate == ORPHAN]
+    first = messages[0] if messages else None
+    return "\n".join([
+        tr("dropped: {dropped}", dropped=dropped),
+        tr("first message sent: {role} - {content}", role=first["role"], content=first["content"]) if first
+        else tr("no message sent"),
+    ])
+
+
+def window_start(transcript: JSONLTranscript, max_items: int) -> str:
+    """Where replay(max_items)'s window starts, what became of that first event, and how many messages it sends."""
+    inside = [entry for entry in window_entries(transcript, max_items) if entry.fate != OUTSIDE]
+    if not inside:
+        return tr("max_items={max_items}: the window is empty; messages sent: 0", max_items=max_items)
+    sent = sum(entry.fate == SENT for entry in inside)
+    return tr("max_items={max_items}: starts at sequence {sequence} ({fate}); messages sent: {sent}",
+              max_items=max_items, sequence=inside[0].sequence, fate=fate_label(inside[0].fate), sent=sent)
+
+
+def last_message_text(messages: list[dict], width: int = 120) -> str:
+    """The last message of messages[], described on one line."""
+    return tr("last message: {content}", content=describe_content(messages[-1]["content"], width=width))
+
+
+def unchanged_by_replay(path, digest: str) -> str:
+    """Whether the file still has the sha256 digest it had before replay read it (file_digest)."""
+    return tr("file unchanged by replay: {unchanged}", unchanged=yes_no(file_digest(path) == digest))
+
+
+def unterminated_last_line(path) -> str:
+    """The file's last line, after its last newline (empty when the file ends with one), with a heading."""
+    return tr("the file's last line, never terminated:") + "\n" + Path(path).read_bytes().split(b"\n")[-1].decode(
+        "utf-8", errors="replace")
 
 
 def _call_ids(calls) -> str:
-    return ", ".join(f"{call['callId']} ({call['name']})" for call in calls) or "none"
+    return ", ".join(f"{call['callId']} ({call['name']})" for call in calls) or tr("none")
 
 
 def recovery_rows(transcript: JSONLTranscript, max_items: int) -> list[tuple]:
@@ -118,15 +175,27 @@ def recovery_rows(transcript: JSONLTranscript, max_items: int) -> list[tuple]:
     tail = transcript.replay_state(max_items)
     full = transcript.recover(max_items)
     return [
-        ("messages in the window", len(tail.messages), full["message_count"]),
-        ("title", tail.title, full["title"]),
-        ("file snapshots", len(tail.file_snapshots), len(full["file_snapshots"])),
-        ("reasoning events", tail.reasoning_count, full["reasoning_count"]),
-        ("total events", tail.total_events, full["total_events"]),
-        ("next sequence", tail.next_sequence, full["next_sequence"]),
-        ("partial tail ignored", tail.ignored_partial_tail, full["ignored_partial_tail"]),
-        ("tool calls pending", _call_ids(tail.pending_calls), _call_ids(full["pending_calls"])),
+        (tr("messages in the window"), len(tail.messages), full["message_count"]),
+        (tr("title"), tail.title, full["title"]),
+        (tr("file snapshots"), len(tail.file_snapshots), len(full["file_snapshots"])),
+        (tr("reasoning events"), tail.reasoning_count, full["reasoning_count"]),
+        (tr("total events"), tail.total_events, full["total_events"]),
+        (tr("next sequence"), tail.next_sequence, full["next_sequence"]),
+        (tr("partial tail ignored"), tail.ignored_partial_tail, full["ignored_partial_tail"]),
+        (tr("tool calls pending"), _call_ids(tail.pending_calls), _call_ids(full["pending_calls"])),
     ]
+
+
+def recovery_table(transcript: JSONLTranscript, max_items: int):
+    """recovery_rows as a table: the field, what the tail read rebuilds, what the whole-file read rebuilds."""
+    return html_table([tr("field"), tr("replay_state({max_items}): the tail only", max_items=max_items),
+                       tr("recover({max_items}): the whole file", max_items=max_items)],
+                      recovery_rows(transcript, max_items))
+
+
+def snapshot_line(snapshot: dict) -> str:
+    """One file snapshot recover() found: its sequence and the files it holds."""
+    return tr("snapshot at sequence {sequence}: {files}", sequence=snapshot["sequence"], files=dict(snapshot["files"]))
 
 
 def crash_mid_tool_call(path, *, real_kill: bool | None = None) -> str:
@@ -142,11 +211,11 @@ def crash_mid_tool_call(path, *, real_kill: bool | None = None) -> str:
         real_kill = hasattr(signal, "SIGKILL")
     if real_kill:
         acknowledged = crash_agent_in_child(path, kill_after=WRITE_FILE_CALL, tear=True, ticking=True)
-        return (f"SIGKILL: the child acknowledged sequences {acknowledged[0]} to {acknowledged[-1]}, "
-                "then died writing the next record")
+        return tr("SIGKILL: the child acknowledged sequences {first} to {last}, then died writing the next record",
+                  first=acknowledged[0], last=acknowledged[-1])
     acknowledged = simulate_agent_crash(path, kill_after=WRITE_FILE_CALL, tear=True, ticking=True)
-    return (f"simulated: sequences {acknowledged[0]} to {acknowledged[-1]} written and acknowledged, "
-            "then half of the next record")
+    return tr("simulated: sequences {first} to {last} written and acknowledged, then half of the next record",
+              first=acknowledged[0], last=acknowledged[-1])
 
 
 @dataclass(frozen=True)
@@ -196,6 +265,12 @@ def measure_read_costs(path, lengths, *, window: int = SESSION_MAX_ITEMS, repeat
                 tail_read_seconds=_best_time(lambda: reader.replay_state(window), repeats),
             ))
     return costs
+
+
+def read_costs_table(costs: list[ReadCost], window: int = SESSION_MAX_ITEMS):
+    """The sizes measure_read_costs saw: events, file size, and the bytes of the window's records."""
+    return html_table([tr("events"), tr("file size (bytes)"), tr("bytes of the last {window} records", window=window)],
+                      [(f"{cost.events:,}", f"{cost.size_bytes:,}", f"{cost.window_bytes:,}") for cost in costs])
 
 
 # --------------------------------------------------------------------------- why the window is 1000 events
@@ -290,14 +365,22 @@ def window_rows(report: WindowReport) -> list[tuple[str, str]]:
     """The report as rows of (what, how much) for a table."""
     share = report.window_bytes / report.size_bytes if report.size_bytes else 0
     return [
-        ("events in the transcript", f"{report.events:,}"),
-        ("file size", f"{report.size_bytes:,} bytes"),
-        (f"events replay({report.max_items}) reads", f"{report.window_events:,} (sequences "
-         f"{report.first_sequence:,} to {report.events:,})" if report.window_events else "0"),
-        ("rounds that start inside the window", f"{report.rounds:,}"),
-        ("chat messages it sends", f"{report.messages:,}"),
-        ("bytes of those records", f"{report.window_bytes:,} ({share:.0%} of the file)"),
+        (tr("events in the transcript"), f"{report.events:,}"),
+        (tr("file size"), tr("{size} bytes", size=f"{report.size_bytes:,}")),
+        (tr("events replay({max_items}) reads", max_items=report.max_items),
+         tr("{count} (sequences {first} to {last})", count=f"{report.window_events:,}",
+            first=f"{report.first_sequence:,}", last=f"{report.events:,}") if report.window_events else "0"),
+        (tr("rounds that start inside the window"), f"{report.rounds:,}"),
+        (tr("chat messages it sends"), f"{report.messages:,}"),
+        (tr("bytes of those records"), tr("{size} ({share} of the file)", size=f"{report.window_bytes:,}",
+                                          share=f"{share:.0%}")),
     ]
+
+
+def window_report_table(report: WindowReport):
+    """window_rows as a two-column table headed by the replay it describes."""
+    return html_table([tr("replay({max_items}) on a long session", max_items=report.max_items), ""],
+                      window_rows(report))
 
 
 @dataclass(frozen=True)
@@ -323,6 +406,15 @@ def pages_back(transcript: JSONLTranscript, page_size: int, pages: int) -> list[
                            end - page.offsets[0], page.offsets[0]))
         before = end = page.offsets[0]
     return result
+
+
+def pages_table(pages: list[Page]):
+    """The pages as a table: number, sequences, records, bytes, and the cursor that reads the page in front."""
+    return html_table([tr("page"), tr("sequences"), tr("records"), tr("bytes"), tr("next cursor (before=)")],
+                      [(number, tr("{first} to {last}", first=f"{page.first_sequence:,}",
+                                   last=f"{page.last_sequence:,}"),
+                        f"{page.records:,}", f"{page.size_bytes:,}", f"{page.cursor:,}")
+                       for number, page in enumerate(pages, start=1)])
 
 
 # --------------------------------------------------------------------------- a large tool output
@@ -393,6 +485,12 @@ MISTAKE = "whole log in the result (the mistake)"
 POINTER = "artifact + pointer in the result"
 
 
+def session_label(label: str) -> str:
+    """MISTAKE or POINTER in the language in use, for display."""
+    return {MISTAKE: tr("whole log in the result (the mistake)"),
+            POINTER: tr("artifact + pointer in the result")}.get(label, label)
+
+
 def large_output_sessions(folder, output: str, *, before: int = 120, after: int = 20,
                           seed: int = 1) -> tuple[dict, str]:
     """Two copies of one session whose round number before + 1 reads build.log (output).
@@ -439,9 +537,36 @@ def prompt_rows(transcripts: dict, call_id: str, max_items: int = SESSION_MAX_IT
         messages = transcript.replay(max_items)
         total = sum(message_bytes(message) for message in messages)
         result = sum(message_bytes(message) for message in messages if _result_of(message) == call_id)
-        rows.append((label, f"{len(messages):,}", f"{total:,}", f"{result:,} ({result / total:.1%})",
+        rows.append((session_label(label), f"{len(messages):,}", f"{total:,}", f"{result:,} ({result / total:.1%})",
                      f"{transcript.path.stat().st_size:,}"))
     return rows
+
+
+def prompt_table(transcripts: dict, call_id: str, max_items: int = SESSION_MAX_ITEMS):
+    """prompt_rows as a table."""
+    return html_table([tr("session"), tr("messages replay({max_items}) sends", max_items=max_items), tr("their bytes"),
+                       tr("of which build.log's result"), tr("transcript file (bytes)")],
+                      prompt_rows(transcripts, call_id, max_items))
+
+
+def log_in_window_text(transcript: JSONLTranscript, call_id: str, max_items: int = SESSION_MAX_ITEMS) -> str:
+    """Where call_id's result sits in the transcript, and how long replay(max_items) keeps sending it."""
+    result = result_event(transcript, call_id)
+    return tr("build.log's result is event {sequence} of {total}; replay({max_items}) sends it until {more} more "
+              "events are appended", sequence=f"{result['sequence']:,}",
+              total=f"{transcript.replay_state(0).total_events:,}", max_items=max_items,
+              more=f"{events_until_out_of_window(transcript, result['sequence'], max_items):,}")
+
+
+def pointer_recorded_text(transcript: JSONLTranscript, call_id: str) -> str:
+    """What the pointer session recorded as call_id's result (the recorded text itself is not translated)."""
+    return tr("what the pointer session recorded instead:") + "\n" + result_event(transcript, call_id)["output"]
+
+
+def artifacts_text(artifacts: list) -> str:
+    """How many artifacts there are, and whether the first one's sha256 still matches its name."""
+    return tr("artifacts: {count} | its sha256 still matches its name: {matches}", count=len(artifacts),
+              matches=yes_no(bool(artifacts) and artifact_matches_its_name(artifacts[0])))
 
 
 def _result_of(message: dict) -> str | None:
@@ -456,14 +581,20 @@ def plot_read_costs(costs: list[ReadCost], window: int = SESSION_MAX_ITEMS):
     figure, axis = plt.subplots(figsize=(8, 4.5))
     events = [cost.events for cost in costs]
     axis.plot(events, [cost.full_read_seconds * 1000 for cost in costs], marker="o",
-              color=OKABE_ITO["vermillion"], label="full read: read_events()")
+              color=OKABE_ITO["vermillion"], label=tr("full read: read_events()"))
     axis.plot(events, [cost.tail_read_seconds * 1000 for cost in costs], marker="s",
-              color=OKABE_ITO["blue"], label=f"tail read: replay_state(max_items={window})")
+              color=OKABE_ITO["blue"], label=tr("tail read: replay_state(max_items={window})", window=window))
+    largest = costs[-1]
+    if largest.tail_read_seconds > 0:
+        ratio = f"{largest.full_read_seconds / largest.tail_read_seconds:.0f}"
+        axis.annotate(tr("{ratio}× the tail read", ratio=ratio), (largest.events, largest.full_read_seconds * 1000),
+                      xytext=(-8, 0), textcoords="offset points", ha="right", va="center",
+                      color=OKABE_ITO["vermillion"])
     axis.set_xscale("log")
     axis.set_yscale("log")
-    axis.set_xlabel("events in the transcript")
-    axis.set_ylabel("time to read (milliseconds)")
-    axis.set_title("Rebuilding state: a full read grows with the file, a tail read does not")
+    axis.set_xlabel(tr("events in the transcript"))
+    axis.set_ylabel(tr("time to read (milliseconds)"))
+    axis.set_title(tr("Rebuilding state: a full read grows with the file, a tail read does not"))
     axis.legend()
     axis.grid(True, which="major", alpha=0.3)
     figure.tight_layout()
@@ -495,22 +626,22 @@ def plot_window(events: list[dict], max_items: int, *, dropped=(), chosen=(), ti
     types = {event["type"] for event in events}
     handles = [Patch(color=color, label=name) for name, color in EVENT_COLORS.items() if name in types]
     if types - EVENT_COLORS.keys():
-        handles.append(Patch(color=OTHER_TYPE_COLOR, label="a type the library does not know"))
+        handles.append(Patch(color=OTHER_TYPE_COLOR, label=tr("a type the library does not know")))
     handles.append(Patch(facecolor="none", edgecolor=OKABE_ITO["black"], linestyle="--",
-                         label=f"replay window (max_items={max_items})"))
+                         label=tr("replay window (max_items={max_items})", max_items=max_items)))
     if dropped:
         handles.append(plt.Line2D([], [], linestyle="none", marker="X", markersize=12,
-                                  color=OKABE_ITO["black"], label="dropped by replay"))
+                                  color=OKABE_ITO["black"], label=tr("dropped by replay")))
     if chosen:
         handles.append(plt.Line2D([], [], linestyle="none", marker="*", markersize=12,
-                                  color=OKABE_ITO["black"], label="memory candidate"))
+                                  color=OKABE_ITO["black"], label=tr("memory candidate")))
     figure.legend(handles=handles, loc="lower center", ncol=4, frameon=False)
     axis.set_xlim(0.4, (events[-1]["sequence"] if events else 1) + 0.6)
     axis.set_ylim(-0.1, 1.6)
     axis.set_yticks([])
     axis.set_xticks([event["sequence"] for event in events])
     axis.set_xlabel("sequence")
-    axis.set_title(title or f"The replay window: the last {max_items} events")
+    axis.set_title(title or tr("The replay window: the last {max_items} events", max_items=max_items))
     figure.tight_layout(rect=(0, 0.2, 1, 1))  # the bottom fifth holds the legend
     return figure
 
@@ -518,6 +649,18 @@ def plot_window(events: list[dict], max_items: int, *, dropped=(), chosen=(), ti
 def file_digest(path) -> str:
     """The sha256 of a file's bytes: equal digests mean the file was not changed."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def replay_summary(press: int, max_items: int, entries: list[WindowEntry], unchanged: bool) -> str:
+    """The explorer's sentence for one press: messages sent, sequences dropped, whether the file is unchanged."""
+    sent = sum(entry.fate == SENT for entry in entries)
+    dropped = [entry.sequence for entry in entries if entry.fate == ORPHAN]
+    messages = tr("1 message") if sent == 1 else tr("{count} messages", count=sent)
+    dropped_text = (tr("; dropped: sequence {sequences}", sequences=", ".join(map(str, dropped))) if dropped
+                    else tr("; nothing dropped"))
+    return tr("Replay {press}: <b>replay(max_items={max_items})</b> sends {messages}{dropped}. File unchanged: "
+              "{unchanged}.", press=press, max_items=max_items, messages=messages, dropped=dropped_text,
+              unchanged=yes_no(unchanged))
 
 
 class ReplayExplorer:
@@ -532,9 +675,9 @@ class ReplayExplorer:
         self.presses = 0
         total = len(transcript.read_events())
         self.max_items = widgets.IntSlider(value=min(max_items, total), min=0, max=total, description="max_items")
-        self.replay_button = widgets.Button(description="Replay", button_style="primary")
+        self.replay_button = widgets.Button(description=tr("Replay"), button_style="primary")
         self.replay_button.add_class(MAIN_CONTROL_CLASS)
-        self.result = widgets.HTML("Set max_items and press Replay.")
+        self.result = widgets.HTML(tr("Set max_items and press Replay."))
         self.result.add_class(RESULT_CLASS)
         self.replay_button.on_click(lambda _button: self.replay(self.max_items.value))
 
@@ -544,13 +687,7 @@ class ReplayExplorer:
         entries = window_entries(self.transcript, max_items)
         unchanged = file_digest(self.transcript.path) == before
         self.presses += 1
-        sent = sum(entry.fate == SENT for entry in entries)
-        dropped = [entry.sequence for entry in entries if entry.fate == ORPHAN]
-        messages = "1 message" if sent == 1 else f"{sent} messages"
-        self.result.value = (
-            f"Replay {self.presses}: <b>replay(max_items={max_items})</b> sends {messages}"
-            + (f"; dropped: sequence {', '.join(map(str, dropped))}" if dropped else "; nothing dropped")
-            + f". File unchanged: {unchanged}." + window_table(entries).data)
+        self.result.value = replay_summary(self.presses, max_items, entries, unchanged) + window_table(entries).data
         return entries
 
     def widget(self) -> widgets.VBox:
