@@ -3,6 +3,11 @@ reconnects, validated appends, timeouts, and the session state machine drawn.
 
 Everything here calls live.py (SessionEventLog), timeouts.py and turns.py; the crash runs a real
 child process started with code.start_child and killed with code.kill_child.
+
+Every sentence a student reads (printed, in a widget, in a plot) comes from here, in the language
+chosen in the notebook's first cell (locale/zh/live_session.json holds the Chinese). What the
+session writes into its transcript (a message's content, an error result) is evidence, the same in
+both languages; the library's refusal reasons (CommitRefused) stay English and are quoted as such.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import html
 import json
 import threading
 import time
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +25,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
+from .. import i18n, turns
 from ..code import JSONLTranscript, kill_child, start_child
 from ..live import CommitRefused, SessionEventLog, is_delta
 from ..timeouts import ManualClock
@@ -38,15 +45,23 @@ from ..turns import (
     parse_recorded_at,
     session_status,
 )
-from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
+from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png, html_table
 from .live_child import PROMPT, reply_pieces
 from .style import OKABE_ITO
+
+tr = i18n.translator("live_session")
+
+
+def pad(text: str, width: int) -> str:
+    """text padded with spaces to width columns, a Chinese character counting two (as a terminal shows it)."""
+    columns = sum(2 if unicodedata.east_asian_width(character) in "WF" else 1 for character in text)
+    return text + " " * max(width - columns, 0)
 
 
 def short(item) -> str:
     """One line for a delta or a committed event."""
     if is_delta(item):
-        return f"delta {item.part_id} #{item.index}: {item.text!r}"
+        return tr("delta {part_id} #{index}: {piece}", part_id=item.part_id, index=item.index, piece=repr(item.text))
     text = item.get("content") or item.get("reason") or item.get("name") or item.get("limit") or ""
     text = text if isinstance(text, str) else ""
     if "callId" in item:
@@ -89,7 +104,7 @@ class LiveView:
         self.committed, self.deltas_seen, self.overlay = [], 0, {}  # overlay: part_id -> text so far
         self.timeline = []  # ("delta" or "committed", sequence or None), in arrival order
         self._lock = threading.Lock()
-        self.button = widgets.Button(description="Stream a reply", button_style="primary")
+        self.button = widgets.Button(description=tr("Stream a reply"), button_style="primary")
         self.status = widgets.HTML()
         self.screen = widgets.HTML()
         self.button.add_class(MAIN_CONTROL_CLASS)
@@ -116,39 +131,54 @@ class LiveView:
 
     def _html(self) -> str:
         rows = [f"<div>{html.escape(short(event))}</div>" for event in self.committed[-self.SHOWN:]]
-        rows += [f"<div style='color:{OKABE_ITO['grey']}'><i>{html.escape(part)} streaming (memory only): "
-                 f"{html.escape(text)}</i></div>" for part, text in self.overlay.items()]
-        head = (f"<b>{len(self.committed)} committed events</b> (on disk, with a sequence) &middot; "
-                f"<b>{self.deltas_seen} deltas</b> received (memory only)")
+        rows += [f"<div style='color:{OKABE_ITO['grey']}'><i>"
+                 + tr("{part} streaming (memory only): {so_far}", part=html.escape(part), so_far=html.escape(text))
+                 + "</i></div>" for part, text in self.overlay.items()]
+        head = tr("<b>{committed} committed events</b> (on disk, with a sequence) &middot; "
+                  "<b>{deltas} deltas</b> received (memory only)", committed=len(self.committed),
+                  deltas=self.deltas_seen)
         return head + "".join(rows)
 
     def stream(self, _button=None) -> dict | None:
         """Stream one reply into the log (refused if the session cannot start a turn)."""
-        self.status.value = "<i>streaming...</i>"
+        self.status.value = "<i>" + tr("streaming...") + "</i>"
         try:
             done = stream_reply(self.log, pace=self.pace)
         except CommitRefused as refused:
-            self.status.value = f"refused: {html.escape(str(refused))}"
+            self.status.value = html.escape(refused_said(refused))
             return None
         self.subscription.wait_delivered()
-        self.status.value = f"turn {done['turn']}: {done['deltas']} deltas, then 1 committed final part"
+        self.status.value = tr("turn {turn}: {deltas} deltas, then 1 committed final part",
+                               turn=done["turn"], deltas=done["deltas"])
         return done
+
+
+def subscriber_and_file(view: LiveView, on_disk: list) -> str:
+    """What the subscriber received against what the file holds, and the final part as it was written."""
+    final = next(event for event in on_disk if "part_id" in event)
+    return "\n".join([
+        tr("subscriber: {deltas} deltas, {committed} committed events", deltas=view.deltas_seen,
+           committed=len(view.committed)),
+        tr("file: {lines} lines, types {types}", lines=len(on_disk), types=[event["type"] for event in on_disk]),
+        tr("the final part: sequence {sequence}, part_id {part_id}, content {content}", sequence=final["sequence"],
+           part_id=repr(final["part_id"]), content=repr(final["content"])),
+    ])
 
 
 def draw_timeline(axes, timeline: list) -> None:
     """What a subscriber received, in order: deltas (memory only) and committed events (on disk)."""
     rows = {"delta": 0, "committed": 1}
-    for kind, colour, label in (("delta", OKABE_ITO["grey"], "delta: no sequence, never written"),
-                                ("committed", OKABE_ITO["blue"], "committed event: sequence, on disk")):
+    for kind, colour, label in (("delta", OKABE_ITO["grey"], tr("delta: no sequence, never written")),
+                                ("committed", OKABE_ITO["blue"], tr("committed event: sequence, on disk"))):
         xs = [i for i, (k, _) in enumerate(timeline, 1) if k == kind]
         axes.scatter(xs, [rows[kind]] * len(xs), color=colour, s=40, label=label)
     for i, (kind, sequence) in enumerate(timeline, 1):
         if kind == "committed":
             axes.annotate(str(sequence), (i, 1), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
-    axes.set_yticks([0, 1], ["delta", "committed"])
+    axes.set_yticks([0, 1], [tr("delta"), tr("committed")])
     axes.set_ylim(-0.6, 1.9)
-    axes.set_xlabel("order of arrival at the subscriber")
-    axes.set_title("What a subscriber receives")
+    axes.set_xlabel(tr("order of arrival at the subscriber"))
+    axes.set_title(tr("What a subscriber receives"))
     axes.legend(loc="upper center", fontsize=8)
 
 
@@ -171,13 +201,14 @@ class StreamCrash:
         return sum(1 for text in self.client_deltas if text.strip() and text.strip() in self.file_text)
 
     def __str__(self):
-        streamed = "".join(self.client_deltas)
         return "\n".join([
-            f"the client received {len(self.client_committed)} committed events {list(self.client_committed)} "
-            f"and {len(self.client_deltas)} deltas: {streamed!r}",
-            f"the file holds {len(self.file_sequences)} committed events {list(self.file_sequences)}; "
-            f"deltas found in it: {self.deltas_in_file}",
-            f"a fresh process reads: {self.status}; calls still waiting: {list(self.status.pending_calls)}",
+            tr("the client received {count} committed events {sequences} and {deltas} deltas: {streamed}",
+               count=len(self.client_committed), sequences=list(self.client_committed),
+               deltas=len(self.client_deltas), streamed=repr("".join(self.client_deltas))),
+            tr("the file holds {count} committed events {sequences}; deltas found in it: {deltas}",
+               count=len(self.file_sequences), sequences=list(self.file_sequences), deltas=self.deltas_in_file),
+            tr("a fresh process reads: {status}; calls still waiting: {calls}",
+               status=status_said(self.status), calls=list(self.status.pending_calls)),
         ])
 
 
@@ -209,19 +240,20 @@ def crash_mid_stream(path, deltas: int = 6) -> StreamCrash:
 
 def draw_crash(axes, crash: StreamCrash) -> None:
     """Bars: committed events and deltas, as the client saw them before the kill and as the file holds them."""
-    kinds = ["committed events", "deltas"]
+    kinds = [tr("committed events"), tr("deltas")]
     seen = [len(crash.client_committed), len(crash.client_deltas)]
     kept = [len(crash.file_sequences), crash.deltas_in_file]
     positions = range(len(kinds))
-    axes.bar([p - 0.2 for p in positions], seen, width=0.4, color=OKABE_ITO["sky"], label="seen by the client")
-    axes.bar([p + 0.2 for p in positions], kept, width=0.4, color=OKABE_ITO["blue"], label="in the file after the kill")
+    axes.bar([p - 0.2 for p in positions], seen, width=0.4, color=OKABE_ITO["sky"], label=tr("seen by the client"))
+    axes.bar([p + 0.2 for p in positions], kept, width=0.4, color=OKABE_ITO["blue"],
+             label=tr("in the file after the kill"))
     for p, (a, b) in enumerate(zip(seen, kept)):
         axes.annotate(str(a), (p - 0.2, a), ha="center", va="bottom")
         axes.annotate(str(b), (p + 0.2, b), ha="center", va="bottom")
     axes.set_xticks(list(positions), kinds)
     axes.set_ylim(0, max(seen) + 2)
-    axes.set_ylabel("count")
-    axes.set_title("Killed in the middle of a stream")
+    axes.set_ylabel(tr("count"))
+    axes.set_title(tr("Killed in the middle of a stream"))
     axes.legend()
 
 
@@ -235,6 +267,15 @@ def chat(log: SessionEventLog, turns: int) -> None:
                      ["It waits ", "until the disk ", "has the bytes."])
 
 
+def cursor_reads(log: SessionEventLog, cursor: int, after: list, pages: list) -> str:
+    """What a client read: the events after its cursor (read_from), then pages of older history (page_back)."""
+    lines = [tr("last sequence: {sequence}", sequence=log.last_sequence),
+             tr("after cursor {cursor}: {sequences}", cursor=cursor, sequences=[event["sequence"] for event in after])]
+    lines += [tr("page {number}: events {first}-{last}", number=number, first=page.events[0]["sequence"],
+                 last=page.events[-1]["sequence"]) for number, page in enumerate(pages, 1)]
+    return "\n".join(lines)
+
+
 def ranges(numbers) -> str:
     """1, 2, 3, 7, 8 -> '1-3, 7-8'."""
     spans, numbers = [], list(numbers)
@@ -243,7 +284,7 @@ def ranges(numbers) -> str:
             spans[-1][1] = number
         else:
             spans.append([number, number])
-    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans) or "nothing"
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans) or tr("nothing")
 
 
 class Client:
@@ -271,15 +312,31 @@ class Client:
         self.subscription.release()
         self.subscription = None
 
+    def where(self) -> str:
+        """Whether the client is connected, and its cursor, in a few words."""
+        if self.subscription is None:
+            return tr("disconnected at cursor {cursor}", cursor=self.cursor)
+        return tr("connected, cursor {cursor}", cursor=self.cursor)
+
     def report(self) -> str:
         expected = list(range(1, self.log.last_sequence + 1))
         counts = Counter(self.received)
         gaps = sorted(set(expected) - set(counts))
         repeats = sorted(n for n, c in counts.items() if c > 1)
-        verdict = ("no gap, no duplicate, in order" if not gaps and not repeats and self.received == expected
-                   else f"GAPS {gaps}, REPEATS {repeats}")
-        return (f"received sequences {ranges(self.received)} over {self.connections} connections "
-                f"(the log is at {self.log.last_sequence}): {verdict}")
+        verdict = (tr("no gap, no duplicate, in order") if not gaps and not repeats and self.received == expected
+                   else tr("GAPS {gaps}, REPEATS {repeats}", gaps=gaps, repeats=repeats))
+        return tr("received sequences {received} over {connections} connections (the log is at {last}): {verdict}",
+                  received=ranges(self.received), connections=self.connections, last=self.log.last_sequence,
+                  verdict=verdict)
+
+
+HANDOVERS = ("replay, then subscribe", "subscribe, then replay", "subscribe(from_sequence)")
+
+
+def handover_label(way: str) -> str:
+    """One of HANDOVERS in the language in use."""
+    return {"replay, then subscribe": tr("replay, then subscribe"),
+            "subscribe, then replay": tr("subscribe, then replay")}.get(way, way)  # subscribe(...) is code
 
 
 def handover(log: SessionEventLog, way: str, meanwhile) -> str:
@@ -289,6 +346,8 @@ def handover(log: SessionEventLog, way: str, meanwhile) -> str:
     "subscribe, then replay": listen first, then read the past from the file;
     "subscribe(from_sequence)": the log's own hand-over. Returns what the client got.
     """
+    if way not in HANDOVERS:
+        raise ValueError(f"way must be one of {', '.join(HANDOVERS)}, not {way!r}")
     cursor = log.last_sequence - 2  # the client has seen all but the last two events
     if way == "replay, then subscribe":
         got = [event["sequence"] for event in log.read_from(cursor)]
@@ -309,7 +368,9 @@ def handover(log: SessionEventLog, way: str, meanwhile) -> str:
     counts = Counter(got)
     missed = [n for n in expected if n not in counts]
     twice = [n for n, c in counts.items() if c > 1]
-    return f"{way:<26} got {ranges(got):<12} missed {missed or 'nothing'}, twice {twice or 'nothing'}"
+    return pad(handover_label(way), 26) + " " + tr(
+        "got {got} missed {missed}, twice {twice}", got=pad(ranges(got), 12),
+        missed=missed or tr("nothing"), twice=twice or tr("nothing"))
 
 
 def stress_handover(path, events: int = 300, attaches: int = 50) -> str:
@@ -334,8 +395,9 @@ def stress_handover(path, events: int = 300, attaches: int = 50) -> str:
         got = [item["sequence"] for item in subscription.poll()]
         bad += got != list(range(cursor + 1, events + 1))
     log.close()
-    return (f"{attaches} subscribers attached while a thread committed {events} events: "
-            f"{attaches - bad} saw every event after their cursor exactly once, in order; {bad} did not")
+    return tr("{attaches} subscribers attached while a thread committed {events} events: "
+              "{good} saw every event after their cursor exactly once, in order; {bad} did not",
+              attaches=attaches, events=events, good=attaches - bad, bad=bad)
 
 
 # --------------------------------------------------------------------------- 4. validated appends
@@ -361,8 +423,14 @@ def race_to_close(log: SessionEventLog, racers: int = 2) -> str:
     for thread in threads:
         thread.join()
     ends = [e for e in log.read_from(0) if e["type"] == "turn_end" and e["turn_number"] == turn]
-    return (f"{racers} threads tried to close turn {turn}: {outcomes['won']} won, {outcomes['refused']} refused "
-            f"({'; '.join(sorted(reasons))}); turn_end events for turn {turn} in the file: {len(ends)}")
+    return tr("{racers} threads tried to close turn {turn}: {won} won, {refused} refused ({reasons}); "
+              "turn_end events for turn {turn} in the file: {ends}", racers=racers, turn=turn,
+              won=outcomes["won"], refused=outcomes["refused"], reasons="; ".join(sorted(reasons)), ends=len(ends))
+
+
+def refused_said(refused: CommitRefused) -> str:
+    """'refused: <why>': why is the library's own message (English in both languages)."""
+    return tr("refused: {why}", why=refused)
 
 
 def refusal(action) -> str:
@@ -370,15 +438,22 @@ def refusal(action) -> str:
     try:
         result = action()
     except CommitRefused as refused:
-        return f"refused: {refused}"
+        return refused_said(refused)
     records = result if isinstance(result, list) else [result]
-    return "accepted: " + (", ".join(short(record) for record in records) or "nothing to record")
+    return tr("accepted: {records}", records=", ".join(short(record) for record in records) or tr("nothing to record"))
 
 
 # --------------------------------------------------------------------------- 5. timeouts
 
 
-TIMELINE_HEADERS = ("sequence", "recorded at (s)", "type", "what")
+def timeline_headers() -> tuple:
+    """The column names of timeline_rows, in the language in use."""
+    return ("sequence", tr("recorded at (s)"), tr("type"), tr("what"))
+
+
+def timeline_table(records):
+    """The committed events as an HTML table (timeline_headers, timeline_rows)."""
+    return html_table(timeline_headers(), timeline_rows(records))
 
 
 def timeline_rows(records) -> list[list]:
@@ -389,22 +464,48 @@ def timeline_rows(records) -> list[list]:
         start = start or moment
         detail = record.get("reason") or record.get("name") or record.get("content") or ""
         if record["type"] == "timeout":
-            detail = f"{record['limit']}: allowed {record['allowed']:g}, observed {record['observed']:g}"
+            detail = tr("{limit}: allowed {allowed}, observed {observed}", limit=record["limit"],
+                        allowed=f"{record['allowed']:g}", observed=f"{record['observed']:g}")
         elif record["type"] == "function_call_result":
             detail = f"{record['callId']}: " + (record.get("error") or str(record.get("output", "")))
-        elif record["type"] == "turn_start":
-            detail = f"turn {record['turn_number']} ({record.get('reason')})"
-        elif record["type"] == "turn_end":
-            detail = f"turn {record['turn_number']} ({record['reason']})"
+        elif record["type"] in ("turn_start", "turn_end"):
+            detail = tr("turn {number} ({reason})", number=record["turn_number"], reason=record.get("reason"))
         rows.append([record["sequence"], f"{(moment - start).total_seconds():g}", record["type"], detail])
     return rows
+
+
+def decision_label(decision: str) -> str:
+    """What a fresh process does after a crash (turns.SessionStatus.decision) in the language in use."""
+    labels = {
+        turns.NOTHING_TO_DO: tr("nothing to do"),
+        turns.WAIT_FOR_USER: tr("wait for the user"),
+        turns.COMPACT_THEN_CONTINUE: tr("compact the context, then continue with the next turn"),
+        turns.RERUN: tr("re-run the unfinished turn"),
+        turns.WAIT_FOR_RESUME: tr("wait for a resume_command"),
+        turns.RETRY_OR_ABANDON: tr("offer retry or abandon"),
+        turns.NEW_SESSION: tr("start a new session (expired is terminal)"),
+        turns.NO_TURN_MARKERS: tr("no turn markers: replay as usual"),
+    }
+    return labels.get(decision, decision)
+
+
+def status_said(status) -> str:
+    """A turns.SessionStatus as its str() says it ('running: re-run the unfinished turn 1'), in the language in use."""
+    said = tr("{state}: {decision}", state=status.state, decision=decision_label(status.decision))
+    if status.open_turn is not None and status.state == RUNNING:
+        said += f" {status.open_turn}"
+    if status.anomalies:
+        said += tr(" ({count} anomalies)", count=len(status.anomalies))
+    return said
 
 
 def live_state(log: SessionEventLog) -> str:
     """The state of a live session in a few words: state, open turn, calls waiting."""
     status = log.status()
-    turn = f"turn {status.open_turn} open" if status.open_turn is not None else "no turn open"
-    return f"state {status.state}, {turn}, calls waiting {list(status.pending_calls)}"
+    turn = (tr("turn {number} open", number=status.open_turn) if status.open_turn is not None
+            else tr("no turn open"))
+    return tr("state {state}, {turn}, calls waiting {calls}", state=status.state, turn=turn,
+              calls=list(status.pending_calls))
 
 
 def timeout_session(path) -> tuple[list, str]:
@@ -420,14 +521,14 @@ def timeout_session(path) -> tuple[list, str]:
         log.record_tool_call("call_1", "run_tests", {"args": ["--slow"]})
         clock.advance(31)
         log.check_timeouts()
-        said.append(f"after 31 s: {live_state(log)}")
+        said.append(tr("after {seconds} s: {state}", seconds=31, state=live_state(log)))
         log.record_tool_call("call_2", "run_tests", {"args": ["--slow", "-x"]})
         clock.advance(20)
         log.record_tool_result("call_2", "2 failed")
         clock.advance(70)
         log.check_timeouts()
-        said.append(f"after 121 s: {live_state(log)}")
-        said.append("start another turn: " + refusal(log.start_turn))
+        said.append(tr("after {seconds} s: {state}", seconds=121, state=live_state(log)))
+        said.append(tr("start another turn: {result}", result=refusal(log.start_turn)))
         events = log.read_from(0)
     return events, "\n".join(said)
 
@@ -447,7 +548,11 @@ _LAYOUT = {
     (RUNNING, EXPIRED): (0.0, (3.9, -0.15), "center"),
     (IDLE, EXPIRED): (0.25, (1.9, -0.75), "center"),
 }
-FOOTNOTE = "from every state: limit(session_max_duration) -> expired"
+
+
+def footnote() -> str:
+    """The drawing's footnote: the one transition it does not draw."""
+    return tr("from every state: limit(session_max_duration) -> expired")
 
 
 def edge_labels() -> dict:
@@ -474,11 +579,12 @@ def draw_state_machine(axes, current: str | None = None) -> None:
                   color="white" if here else "black",
                   bbox={"boxstyle": "round,pad=0.5", "edgecolor": OKABE_ITO["black"],
                         "facecolor": OKABE_ITO["vermillion"] if here else "white"})
-    axes.text(-0.6, 3.3, FOOTNOTE, fontsize=7, ha="left", va="center", color=OKABE_ITO["grey"])
+    axes.text(-0.6, 3.3, footnote(), fontsize=7, ha="left", va="center", color=OKABE_ITO["grey"])
     axes.set_xlim(-0.7, 6.8)
     axes.set_ylim(-1.2, 3.5)
     axes.axis("off")
-    axes.set_title(f"The session state machine (now: {current})" if current else "The session state machine")
+    axes.set_title(tr("The session state machine (now: {state})", state=current) if current
+                   else tr("The session state machine"))
 
 
 def _turn(log: SessionEventLog) -> int:
@@ -502,14 +608,37 @@ STEPS = {
 }
 
 
+def step_label(step: str) -> str:
+    """One of STEPS (its key is the English label) in the language in use."""
+    labels = {
+        "user message": tr("user message"),
+        "start turn": tr("start turn"),
+        "end turn: complete": tr("end turn: complete"),
+        "end turn: error": tr("end turn: error"),
+        "end turn: user_interrupt": tr("end turn: user_interrupt"),
+        "end turn: timeout": tr("end turn: timeout"),
+        "pause": tr("pause"),
+        "resume": tr("resume"),
+        "retry": tr("retry"),
+        "start turn (retry)": tr("start turn (retry)"),
+        "wait 601 s, check limits": tr("wait 601 s, check limits"),
+    }
+    return labels[step]
+
+
 class StateMachinePanel:
-    """Pick a step, press Do it: the step is a validated commit (or is refused), and the drawing follows."""
+    """Pick a step, press Do it: the step is a validated commit (or is refused), and the drawing follows.
+
+    step.value is a key of STEPS (English) in both languages; the dropdown shows step_label(key).
+    After each step, last_step says it in one line: the step, then what happened.
+    """
 
     def __init__(self, folder):
-        self.folder, self.sessions = Path(folder), 0
-        self.step = widgets.Dropdown(options=list(STEPS), value="start turn", description="step")
-        self.button = widgets.Button(description="Do it", button_style="info")
-        self.new = widgets.Button(description="New session")
+        self.folder, self.sessions, self.last_step = Path(folder), 0, ""
+        self.step = widgets.Dropdown(options=[(step_label(step), step) for step in STEPS], value="start turn",
+                                     description=tr("step"))
+        self.button = widgets.Button(description=tr("Do it"), button_style="info")
+        self.new = widgets.Button(description=tr("New session"))
         self.result = widgets.HTML()
         self.picture = widgets.Image(format="png")
         self.button.on_click(self.do)
@@ -521,14 +650,18 @@ class StateMachinePanel:
         """Start a fresh session (a new file: nothing is ever erased)."""
         self.sessions += 1
         self.log = SessionEventLog.create(self.folder / f"machine-{self.sessions}.jsonl", clock=ManualClock())
-        self.result.value = f"session {self.sessions}: new, state <b>{self.log.status().state}</b>"
+        self.result.value = tr("session {number}: new, state <b>{state}</b>", number=self.sessions,
+                               state=self.log.status().state)
         self._draw()
 
     def do(self, _button=None) -> str:
         """Apply the chosen step; show and return what happened."""
+        label = step_label(self.step.value)
         said = refusal(lambda: STEPS[self.step.value](self.log))
         state = self.log.status().state
-        self.result.value = f"{html.escape(self.step.value)}: {html.escape(said)} &rarr; state <b>{state}</b>"
+        self.result.value = tr("{step}: {said} &rarr; state <b>{state}</b>", step=html.escape(label),
+                               said=html.escape(said), state=state)
+        self.last_step = pad(label, 26) + " " + said
         self._draw()
         return said
 
@@ -536,14 +669,15 @@ class StateMachinePanel:
         self.picture.value = state_machine_png(self.log.status().state)
 
 
-_PICTURES = {}  # state -> PNG bytes: each drawing is made once per kernel
+_PICTURES = {}  # (language, state) -> PNG bytes: each drawing is made once per kernel
 
 
 def state_machine_png(state: str) -> bytes:
-    """The state machine drawn with state filled in, as PNG bytes (made once per state)."""
-    if state not in _PICTURES:
+    """The state machine drawn with state filled in, as PNG bytes (made once per state and language)."""
+    key = (i18n.current(), state)
+    if key not in _PICTURES:
         figure = Figure(figsize=(8, 4.2))
         draw_state_machine(figure.subplots(), state)
-        _PICTURES[state] = figure_png(figure)
-    return _PICTURES[state]
+        _PICTURES[key] = figure_png(figure)
+    return _PICTURES[key]
 
