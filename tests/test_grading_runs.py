@@ -377,6 +377,18 @@ def test_a_student_bundle_self_checks_the_visible_checks_only(tmp_path):
     assert report["score"] == report["max_score"] == sum(check.points for check in visible)
 
 
+def test_a_student_self_checks_the_chinese_notebook_from_the_command_line(tmp_path, capsys):
+    """The README's self-check, run on the committed Chinese notebook: graded like the English one, said in both."""
+    from s09_jsonl_transcript.grading.cli import main
+
+    path = student_path("ex01", "zh")
+    assert main(["grade", str(path), "--reports", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "total · 总分: 0/14" in out and "把这一行换成你的答案" in out
+    report = json.loads((tmp_path / "ex01_last_turn_replay.json").read_text(encoding="utf-8"))
+    assert report["exercise"] == "ex01" and report["status"] == "graded" and len(report["checks"]) == 6
+
+
 def test_the_benchmark_grades_copies_of_the_reference_solutions():
     result = run_benchmark({"ex04": SOURCES["ex04"]}, copies=2, jobs=2)
     assert result["submissions"] == 2 and result["all_full_marks"]

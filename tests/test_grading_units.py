@@ -389,6 +389,21 @@ def test_report_names_never_collide():
     assert names == report_names(labels), "the same batch always gets the same names"
 
 
+def test_the_same_file_name_in_the_english_and_chinese_folders_gets_two_reports():
+    assert report_names(["en/ex01_x.ipynb", "zh/ex01_x.ipynb"]) == [Path("en/ex01_x.json"), Path("zh/ex01_x.json")]
+
+
+@pytest.mark.parametrize("exercise", sorted(SOURCES))
+def test_a_chinese_notebook_is_recognised_and_assembled_like_the_english_one(exercise):
+    """Neither folder, file name nor markdown decides: the metadata names the exercise, cell ids the answers."""
+    source = SOURCES[exercise]
+    english, chinese = (json.loads((folder / source.path.name).read_text(encoding="utf-8"))
+                        for folder in (INSTRUCTOR.parent, INSTRUCTOR.parent / "zh"))
+    assert exercise_of(chinese, "homework.ipynb") == exercise_of(english, "homework.ipynb") == exercise
+    assert build_notebook(source, answer_sources(chinese, source)) == build_notebook(source, answer_sources(english,
+                                                                                                           source))
+
+
 @pytest.mark.skipif(os.name != "posix", reason="named pipes and /dev/zero are POSIX")
 def test_a_class_folder_of_bad_files_is_graded_to_the_end_with_a_report_each(tmp_path):
     folder = tmp_path / "class"
