@@ -177,6 +177,18 @@ def test_the_chinese_notebook_is_the_english_one_with_chinese_markdown(name):
             assert has_chinese(zh_cell.source)
 
 
+SOFT_BREAK = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]\n *[^\s\-#|`*\d]")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_chinese_paragraphs_are_not_broken_inside_a_sentence(name):
+    """A line break inside a paragraph renders as a space, which shows between Chinese characters."""
+    for cell in student(name, "zh").cells:
+        if cell.cell_type == "markdown":
+            assert not SOFT_BREAK.search(cell.source), SOFT_BREAK.search(cell.source)
+    assert SOFT_BREAK.search("第一行，\n第二行")
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("name", NAMES)
 def test_the_exercises_use_the_glossary_words(name, language):
