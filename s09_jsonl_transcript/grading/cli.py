@@ -222,7 +222,7 @@ def _benchmark(arguments) -> int:
     result = run_benchmark(sources, copies=arguments.copies, jobs=arguments.jobs or available_cores(),
                            options=options,
                            on_graded=lambda done, total, report: progress.update(done, report["submission"]))
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0 if result["all_full_marks"] else 1
 
 
