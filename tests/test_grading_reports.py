@@ -43,7 +43,8 @@ def test_a_rejected_submission_in_gradescope_shape_says_why(tmp_path):
     report = grade_submission(path, SOURCES)
     results = gradescope_results(report)
     assert_gradescope_shape(results, report)
-    assert results["score"] == 0 and "rejected: invalid JSON" in results["output"]
+    assert results["score"] == 0
+    assert "rejected · 已拒收: invalid JSON at line 1, column 2 · JSON 无效" in results["output"]
     assert len(results["tests"]) == len(SOURCES["ex03"].checks)
 
 
@@ -108,5 +109,5 @@ def test_run_autograder_scores_the_wrong_exercise_zero(tmp_path):
 
 def test_run_autograder_wants_exactly_one_notebook(tmp_path):
     results = run_autograder(tmp_path, [SOURCES["ex01"].path, SOURCES["ex02"].path])
-    assert results == {"score": 0, "output": "Submit exactly one notebook (.ipynb); this submission holds 2.",
-                       "tests": []}
+    assert results == {"score": 0, "output": "Submit exactly one notebook (.ipynb); this submission holds 2."
+                                             " · 请只提交一个笔记本（.ipynb）；这次提交里有 2 个。", "tests": []}

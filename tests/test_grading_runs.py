@@ -4,6 +4,14 @@ The class batch holds the reference solutions (full marks), the unmodified stude
 (zero on every check) and the wrong answers in tests/grading_data/wrong_answers (each loses
 exactly the checks its header names). The tamper batch holds notebooks that try to score without
 solving anything; each must score 0 and leave the grader standing.
+
+Both batches hold Chinese submissions too (exercises/zh/, in a zh/ folder of the class, with the same
+file names as the English ones): every Chinese reference and release, and one wrong answer per
+exercise and four tamperings of different kinds. Not every wrong answer and tampering runs again in
+Chinese, because the grader takes nothing from a submission but its answer cells' code:
+test_a_chinese_submission_assembles_to_exactly_the_english_run proves, without a kernel, that each
+Chinese wrong answer and tampering builds the very notebook its English twin builds, so the ~55 runs
+(about two minutes on the 2-core machine) would repeat identical gradings.
 """
 
 import csv
@@ -19,7 +27,6 @@ from test_grading_support import (
     GRADING_DATA,
     INSTRUCTOR,
     SOURCES,
-    STUDENT,
     answer_cells,
     failed_checks,
     grade_folder,
@@ -27,20 +34,26 @@ from test_grading_support import (
     reference_answers,
     reported_json,
     sandbox_processes,
+    student_path,
     with_answers,
     write_notebook,
 )
 
+from s09_jsonl_transcript.grading.assemble import answer_sources, build_notebook
 from s09_jsonl_transcript.grading.benchmark import run_benchmark
 from s09_jsonl_transcript.grading.grader import GradingOptions, grade_submission
 from s09_jsonl_transcript.grading.release import write_bundle
-from s09_jsonl_transcript.grading.source import load_sources
+from s09_jsonl_transcript.grading.source import load_sources, pass_line
+from s09_jsonl_transcript.grading.words import NOT_RUN, both, labelled
 
 # The grader hands pytest a pipe (pass_fds) and the tampering uses SIGKILL: POSIX only.
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
 
 WRONG_ANSWERS = GRADING_DATA / "wrong_answers"
 WRONG_ANSWER_FILES = sorted(WRONG_ANSWERS.glob("ex[0-9][0-9]_*.py"))
+# One wrong answer per exercise graded in Chinese as well (see the module's docstring for why not all).
+CHINESE_WRONG_ANSWERS = ["ex01_excludes_user_message", "ex02_cannot_tell_a_torn_tail", "ex03_shard_numbers_leak",
+                         "ex04_reads_whole_file", "ex05_ignores_the_head"]
 
 
 def parse_wrong_answer(path: Path) -> tuple:
@@ -66,44 +79,88 @@ def assert_nothing_left_running(report: dict, pid=None) -> None:
 # --------------------------------------------------------------------------- the class batch
 
 
+def wrong_answer_notebook(path: Path, language: str = "en") -> dict:
+    exercise, _, answers = parse_wrong_answer(path)
+    return with_answers(exercise, {**reference_answers(exercise), **answers}, language)
+
+
+# Where each kind of submission sits in the class folder, by language (a report's label is this path).
+PLACES = {"en": "", "zh": "zh/"}
+
+
 @pytest.fixture(scope="module")
 def class_reports(tmp_path_factory):
     folder = tmp_path_factory.mktemp("class")
     for exercise, source in SOURCES.items():
         write_notebook(folder / "reference" / source.path.name, notebook_json(source.path))
-        write_notebook(folder / "release" / source.path.name, notebook_json(STUDENT / source.path.name))
+        write_notebook(folder / "zh" / "reference" / source.path.name,
+                       with_answers(exercise, reference_answers(exercise), "zh"))
+        for language, place in PLACES.items():
+            write_notebook(folder / place / "release" / source.path.name, notebook_json(student_path(exercise,
+                                                                                                    language)))
     for path in WRONG_ANSWER_FILES:
-        exercise, _, answers = parse_wrong_answer(path)
-        notebook = with_answers(exercise, {**reference_answers(exercise), **answers})
-        write_notebook(folder / "wrong" / f"{path.stem}.ipynb", notebook)
+        write_notebook(folder / "wrong" / f"{path.stem}.ipynb", wrong_answer_notebook(path))
+        if path.stem in CHINESE_WRONG_ANSWERS:
+            write_notebook(folder / "zh" / "wrong" / f"{path.stem}.ipynb", wrong_answer_notebook(path, "zh"))
     reports = tmp_path_factory.mktemp("class-reports")
     return grade_folder(folder, reports), reports
 
 
+@pytest.mark.parametrize("language", PLACES)
 @pytest.mark.parametrize("exercise", EXERCISES)
-def test_the_reference_solution_scores_full_marks(class_reports, exercise):
-    report = class_reports[0][f"reference/{SOURCES[exercise].path.name}"]
+def test_the_reference_solution_scores_full_marks(class_reports, exercise, language):
+    report = class_reports[0][f"{PLACES[language]}reference/{SOURCES[exercise].path.name}"]
     assert report["status"] == "graded", report["reason"]
     assert report["score"] == report["max_score"] == SOURCES[exercise].max_score, failed_checks(report)
     assert {check["visibility"] for check in report["checks"]} == {"visible", "hidden"}
+    assert all(check["feedback"] == "passed · 通过" for check in report["checks"])
 
 
+@pytest.mark.parametrize("language", PLACES)
 @pytest.mark.parametrize("exercise", EXERCISES)
-def test_the_unmodified_student_notebook_scores_zero_on_every_check(class_reports, exercise):
-    report = class_reports[0][f"release/{SOURCES[exercise].path.name}"]
+def test_the_unmodified_student_notebook_scores_zero_on_every_check(class_reports, exercise, language):
+    report = class_reports[0][f"{PLACES[language]}release/{SOURCES[exercise].path.name}"]
     assert report["status"] == "graded", report["reason"]
     assert [check["score"] for check in report["checks"]] == [0] * len(SOURCES[exercise].checks)
-    assert all("NotImplementedError" in check["feedback"] for check in report["checks"]), report["checks"]
+    stub = "NotImplementedError: replace this line with your answer · 把这一行换成你的答案"
+    assert all(check["feedback"] == stub for check in report["checks"]), report["checks"]
 
 
-@pytest.mark.parametrize("path", WRONG_ANSWER_FILES, ids=lambda path: path.stem)
-def test_a_wrong_answer_loses_exactly_the_checks_it_should(class_reports, path):
+WRONG_RUNS = [(path, "en") for path in WRONG_ANSWER_FILES] + [
+    (path, "zh") for path in WRONG_ANSWER_FILES if path.stem in CHINESE_WRONG_ANSWERS]
+
+
+@pytest.mark.parametrize("path, language", WRONG_RUNS, ids=[f"{language}-{path.stem}" for path, language in WRONG_RUNS])
+def test_a_wrong_answer_loses_exactly_the_checks_it_should(class_reports, path, language):
     exercise, loses, _ = parse_wrong_answer(path)
-    report = class_reports[0][f"wrong/{path.stem}.ipynb"]
+    report = class_reports[0][f"{PLACES[language]}wrong/{path.stem}.ipynb"]
     assert report["status"] == "graded", report["reason"]
     assert report["exercise"] == exercise
     assert failed_checks(report) == loses, [(c["name"], c["feedback"]) for c in report["checks"]]
     assert report["score"] < report["max_score"]
+    if language == "zh":  # the same feedback, word for word, as the English twin (but for temporary folders)
+        assert same_but_temporary_names(report["checks"], class_reports[0][f"wrong/{path.stem}.ipynb"]["checks"])
+
+
+def same_but_temporary_names(checks: list, others: list) -> bool:
+    temporary = re.compile(r"/tmp/tmp\w+")
+    return ([{**check, "feedback": temporary.sub("/tmp/...", check["feedback"])} for check in checks]
+            == [{**check, "feedback": temporary.sub("/tmp/...", check["feedback"])} for check in others])
+
+
+def test_every_exercise_has_a_chinese_wrong_answer_in_the_class_run():
+    assert sorted(name[:4] for name in CHINESE_WRONG_ANSWERS) == EXERCISES
+    assert all((WRONG_ANSWERS / f"{name}.py").exists() for name in CHINESE_WRONG_ANSWERS)
+
+
+@pytest.mark.parametrize("path", WRONG_ANSWER_FILES, ids=lambda path: path.stem)
+def test_a_chinese_submission_assembles_to_exactly_the_english_run(path):
+    """What the grader runs for a Chinese wrong answer is what it runs for the English one (so it scores the same)."""
+    exercise = path.name[:4]
+    built = {language: build_notebook(SOURCES[exercise], answer_sources(wrong_answer_notebook(path, language),
+                                                                        SOURCES[exercise]))
+             for language in PLACES}
+    assert built["zh"] == built["en"]
 
 
 def test_every_exercise_has_at_least_five_wrong_answers():
@@ -129,8 +186,8 @@ def test_the_class_csv_has_one_row_per_submission(class_reports):
 TAMPER_EXERCISE = "ex01"
 
 
-def student_notebook() -> dict:
-    return notebook_json(STUDENT / SOURCES[TAMPER_EXERCISE].path.name)
+def student_notebook(language: str = "en") -> dict:
+    return notebook_json(student_path(TAMPER_EXERCISE, language))
 
 
 def cells_with_role(notebook: dict, role: str) -> list:
@@ -138,39 +195,39 @@ def cells_with_role(notebook: dict, role: str) -> list:
 
 
 def pass_lines() -> list:
-    return [f"{check.name} passed ({check.points} points)" for check in SOURCES[TAMPER_EXERCISE].checks]
+    return [pass_line(check.name, check.points) for check in SOURCES[TAMPER_EXERCISE].checks]
 
 
-def edited_expected_outputs() -> dict:
-    notebook = student_notebook()
+def edited_expected_outputs(language: str = "en") -> dict:
+    notebook = student_notebook(language)
     for number, cell in enumerate(cells_with_role(notebook, "check"), start=1):
         cell["execution_count"] = number
         cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": pass_lines()[number - 1] + "\n"}]
     return notebook
 
 
-def checks_replaced_by_pass_lines() -> dict:
-    notebook = edited_expected_outputs()
+def checks_replaced_by_pass_lines(language: str = "en") -> dict:
+    notebook = edited_expected_outputs(language)
     for line, cell in zip(pass_lines(), cells_with_role(notebook, "check")):
         cell["source"] = f"print({line!r})"
     return notebook
 
 
-def checks_deleted() -> dict:
-    notebook = student_notebook()
+def checks_deleted(language: str = "en") -> dict:
+    notebook = student_notebook(language)
     notebook["cells"] = [cell for cell in notebook["cells"] if cell not in cells_with_role(notebook, "check")]
     return notebook
 
 
-def answers_print_pass_lines() -> dict:
+def answers_print_pass_lines(language: str = "en") -> dict:
     prints = "\n".join(f"print({line!r})" for line in pass_lines())
     fake = (f"def last_turn_length(events):\n    {prints.replace(chr(10), chr(10) + '    ')}\n\n\n"
             f"def replay_last_turn(transcript):\n    {prints.replace(chr(10), chr(10) + '    ')}\n\n\n{prints}\n")
-    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": fake, "ex01-replay": prints})
+    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": fake, "ex01-replay": prints}, language)
 
 
-def nbval_markers_and_tags() -> dict:
-    notebook = student_notebook()
+def nbval_markers_and_tags(language: str = "en") -> dict:
+    notebook = student_notebook(language)
     markers = "# NBVAL_SKIP\n#NBVAL_IGNORE_OUTPUT\n  # NBVAL_RAISES_EXCEPTION\n# nbval_check_output\n"
     for cell in notebook["cells"]:
         if cell["cell_type"] == "code":
@@ -180,13 +237,13 @@ def nbval_markers_and_tags() -> dict:
     return notebook
 
 
-def exits_with(statement: str) -> dict:
+def exits_with(statement: str, language: str = "en") -> dict:
     body = f"def last_turn_length(events):\n    {statement}\n\n\ndef replay_last_turn(transcript):\n    {statement}\n"
-    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": body})
+    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": body}, language)
 
 
-def top_level(code: str) -> dict:
-    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": code})
+def top_level(code: str, language: str = "en") -> dict:
+    return with_answers(TAMPER_EXERCISE, {"ex01-turn-length": code}, language)
 
 
 FORGE_PROBE_LINES = '''
@@ -212,36 +269,49 @@ def last_turn_length(events):
 """
 
 
-@pytest.fixture(scope="module")
-def tamper_reports(tmp_path_factory):
-    tampered = {
-        "edited_expected_outputs": edited_expected_outputs(),
-        "checks_replaced_by_pass_lines": checks_replaced_by_pass_lines(),
-        "checks_deleted": checks_deleted(),
-        "answers_print_pass_lines": answers_print_pass_lines(),
-        "nbval_markers_and_tags": nbval_markers_and_tags(),
-        "sys_exit": exits_with("import sys; sys.exit(0)"),
-        "os_exit": exits_with("import os; os._exit(0)"),
-        "infinite_loop": exits_with("while True: pass"),
-        "kernel_crash": top_level("import ctypes\nctypes.string_at(0)\n"),
-        "forged_probe_lines": top_level(FORGE_PROBE_LINES),
-        "hidden_tracebacks": top_level("get_ipython().showtraceback = lambda *args, **kwargs: None\n"),
-        "kills_pytest": top_level("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"),
-        "spy": top_level(SPY),
+def tampered(language: str = "en") -> dict:
+    """Every tampered notebook, by name, built from the student notebook in language."""
+    return {
+        "edited_expected_outputs": edited_expected_outputs(language),
+        "checks_replaced_by_pass_lines": checks_replaced_by_pass_lines(language),
+        "checks_deleted": checks_deleted(language),
+        "answers_print_pass_lines": answers_print_pass_lines(language),
+        "nbval_markers_and_tags": nbval_markers_and_tags(language),
+        "sys_exit": exits_with("import sys; sys.exit(0)", language),
+        "os_exit": exits_with("import os; os._exit(0)", language),
+        "infinite_loop": exits_with("while True: pass", language),
+        "kernel_crash": top_level("import ctypes\nctypes.string_at(0)\n", language),
+        "forged_probe_lines": top_level(FORGE_PROBE_LINES, language),
+        "hidden_tracebacks": top_level("get_ipython().showtraceback = lambda *args, **kwargs: None\n", language),
+        "kills_pytest": top_level("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n", language),
+        "spy": top_level(SPY, language),
     }
-    folder = tmp_path_factory.mktemp("tampered")
-    for name, notebook in tampered.items():
-        write_notebook(folder / f"{TAMPER_EXERCISE}_{name}.ipynb", notebook)
-    reports = grade_folder(folder, tmp_path_factory.mktemp("tamper-reports"), "--cell-timeout", "3")
-    return {label[len(TAMPER_EXERCISE) + 1:-len(".ipynb")]: report for label, report in reports.items()}
 
 
 TAMPERS = ["edited_expected_outputs", "checks_replaced_by_pass_lines", "checks_deleted",
            "answers_print_pass_lines", "nbval_markers_and_tags", "sys_exit", "os_exit", "infinite_loop",
            "kernel_crash", "forged_probe_lines", "hidden_tracebacks", "kills_pytest", "spy"]
+# Graded in Chinese too, one of each kind: expected outputs, checks, answers printing pass lines, a killed run.
+CHINESE_TAMPERS = ["edited_expected_outputs", "checks_replaced_by_pass_lines", "answers_print_pass_lines",
+                   "kills_pytest"]
 
 
-@pytest.mark.parametrize("tamper", TAMPERS)
+@pytest.fixture(scope="module")
+def tamper_reports(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tampered")
+    for name, notebook in tampered().items():
+        write_notebook(folder / f"{TAMPER_EXERCISE}_{name}.ipynb", notebook)
+    for name, notebook in tampered("zh").items():
+        if name in CHINESE_TAMPERS:
+            write_notebook(folder / "zh" / f"{TAMPER_EXERCISE}_{name}.ipynb", notebook)
+    reports = grade_folder(folder, tmp_path_factory.mktemp("tamper-reports"), "--cell-timeout", "3")
+    return {label.replace(f"{TAMPER_EXERCISE}_", "")[:-len(".ipynb")]: report for label, report in reports.items()}
+
+
+TAMPER_RUNS = TAMPERS + [f"zh/{name}" for name in CHINESE_TAMPERS]
+
+
+@pytest.mark.parametrize("tamper", TAMPER_RUNS)
 def test_tampering_earns_nothing(tamper_reports, tamper):
     report = tamper_reports[tamper]
     assert report["status"] == "graded", report["reason"]
@@ -249,12 +319,22 @@ def test_tampering_earns_nothing(tamper_reports, tamper):
     assert len(report["checks"]) == len(SOURCES[TAMPER_EXERCISE].checks), "hidden checks must still count"
 
 
+@pytest.mark.parametrize("tamper", TAMPERS)
+def test_a_chinese_tampering_assembles_to_exactly_the_english_run(tamper):
+    source = SOURCES[TAMPER_EXERCISE]
+    english, chinese = tampered()[tamper], tampered("zh")[tamper]
+    assert build_notebook(source, answer_sources(chinese, source)) == build_notebook(source, answer_sources(english,
+                                                                                                           source))
+
+
 @pytest.mark.parametrize("tamper, feedback", [
-    ("os_exit", "the kernel died while running this cell"),
-    ("kernel_crash", "not run: the kernel had died in an earlier cell"),
-    ("infinite_loop", "timed out"),
-    ("hidden_tracebacks", "kept from its output"),
+    ("os_exit", both("the kernel died while running this cell (os._exit, exit(), a crash or no memory left)",
+                     "内核在运行这个单元时退出了（os._exit、exit()、崩溃，或内存耗尽）")),
+    ("kernel_crash", labelled(NOT_RUN, both("the kernel had died in an earlier cell", "内核在前面的单元里就已退出"))),
+    ("infinite_loop", "timed out · 超时: Timeout of 3"),
+    ("hidden_tracebacks", "kept from its output (was the error display changed?) · 这个单元抛出了错误"),
     ("kills_pytest", "the grading run ended early"),
+    ("zh/kills_pytest", "评分运行提前结束了"),
 ])
 def test_a_sabotaged_run_explains_what_happened(tamper_reports, tamper, feedback):
     assert feedback in tamper_reports[tamper]["checks"][0]["feedback"]
@@ -295,6 +375,18 @@ def test_a_student_bundle_self_checks_the_visible_checks_only(tmp_path):
     assert report["source"] == "selfcheck"
     assert [check["name"] for check in report["checks"]] == [check.name for check in visible]
     assert report["score"] == report["max_score"] == sum(check.points for check in visible)
+
+
+def test_a_student_self_checks_the_chinese_notebook_from_the_command_line(tmp_path, capsys):
+    """The README's self-check, run on the committed Chinese notebook: graded like the English one, said in both."""
+    from s09_jsonl_transcript.grading.cli import main
+
+    path = student_path("ex01", "zh")
+    assert main(["grade", str(path), "--reports", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "total · 总分: 0/14" in out and "把这一行换成你的答案" in out
+    report = json.loads((tmp_path / "ex01_last_turn_replay.json").read_text(encoding="utf-8"))
+    assert report["exercise"] == "ex01" and report["status"] == "graded" and len(report["checks"]) == 6
 
 
 def test_the_benchmark_grades_copies_of_the_reference_solutions():

@@ -349,10 +349,12 @@ def test_a_kernel_that_stops_itself_is_reported_as_stopped_not_dead(tmp_path):
     report = grade_submission(submission(tmp_path, "sigstop", code), SOURCES,
                               options=GradingOptions(cell_timeout=60, total_timeout=120))
     assert report["score"] == 0 and report["seconds"] < 60, "a stopped kernel is noticed at once, not at the timeout"
-    stopped = "the kernel was stopped (SIGSTOP) while running a cell, so it was ended"
+    stopped = ("the kernel was stopped (SIGSTOP) while running a cell, so it was ended"
+               " · 内核在运行单元时被暂停（SIGSTOP），因此被终止")
     assert report["reason"] == stopped
-    assert feedback_of(report, "ex01.1") == f"stopped: {stopped}"
-    assert all(feedback_of(report, check.name) == f"not run: {stopped}" for check in SOURCES["ex01"].checks[1:])
+    assert feedback_of(report, "ex01.1") == f"stopped · 已终止: {stopped}"
+    assert all(feedback_of(report, check.name) == f"not run · 未运行: {stopped}"
+               for check in SOURCES["ex01"].checks[1:])
 
 
 # --------------------------------------------------------------------------- the probe's pipe
@@ -405,17 +407,18 @@ def run_without_bubblewrap(tmp_path: Path, *options: str) -> subprocess.Complete
 def test_without_bubblewrap_grading_still_works_and_says_it_ran_unsandboxed(tmp_path):
     done = run_without_bubblewrap(tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "warning: unsandboxed: not found: bwrap (Debian package bubblewrap)" in done.stderr
+    assert "warning · 警告: unsandboxed · 未使用沙箱: not found: bwrap (Debian package bubblewrap)" in done.stderr
+    assert "找不到 bwrap（Debian 软件包 bubblewrap）" in done.stderr
     report = json.loads((tmp_path / "reports" / "ex01_last_turn_replay.json").read_text(encoding="utf-8"))
     assert report["score"] == report["max_score"] == FULL_MARKS
-    assert report["sandbox"].startswith("unsandboxed: not found: bwrap")
-    assert "unsandboxed: not found: bwrap" in done.stdout  # the summary says it too
+    assert report["sandbox"].startswith("unsandboxed · 未使用沙箱: not found: bwrap")
+    assert "unsandboxed · 未使用沙箱: not found: bwrap" in done.stdout  # the summary says it too
 
 
 def test_sandbox_required_refuses_to_grade_without_bubblewrap(tmp_path):
     done = run_without_bubblewrap(tmp_path, "--sandbox", "required")
     assert done.returncode == 2
-    assert done.stderr.startswith("error: --sandbox required, but not found: bwrap"), done.stderr
+    assert done.stderr.startswith("error · 错误: --sandbox required, but not found: bwrap"), done.stderr
     assert not (tmp_path / "reports").exists()
 
 
@@ -432,7 +435,9 @@ seen.update(uid=os.getuid(), memory=resource.getrlimit(resource.RLIMIT_AS)[0],
 def test_a_sandboxed_kernel_runs_under_the_stated_limits_as_a_user_of_its_own(tmp_path):
     require_sandbox()
     report = grade_submission(submission(tmp_path, "limits", reporting("LIMITS", LIMITS)), SOURCES, options=SANDBOXED)
-    assert report["sandbox"] == "sandboxed with bubblewrap: " + sandbox.Limits().describe()
+    assert report["sandbox"] == "sandboxed with bubblewrap · 在 bubblewrap 沙箱中运行: " + sandbox.Limits().describe()
+    assert sandbox.Limits().describe().startswith("1024 MiB of address space per process")
+    assert "每个进程 1024 MiB 地址空间" in sandbox.Limits().describe()
     seen = reported_json(report, "ex01.1", "LIMITS")
     limits = sandbox.Limits()
     assert (seen["memory"], seen["file"], seen["core"]) == (limits.memory_bytes, limits.file_bytes, 0)

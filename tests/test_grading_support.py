@@ -17,6 +17,7 @@ from s09_jsonl_transcript.grading.source import load_sources
 ROOT = Path(__file__).resolve().parent.parent
 INSTRUCTOR = ROOT / "exercises" / "instructor"
 STUDENT = ROOT / "exercises"
+LANGUAGES = ("en", "zh")  # the student notebooks: exercises/ and exercises/zh/
 GRADING_DATA = Path(__file__).resolve().parent / "grading_data"
 SOURCES = load_sources(INSTRUCTOR)
 EXERCISES = sorted(SOURCES)
@@ -27,9 +28,14 @@ def notebook_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def with_answers(exercise: str, answers: dict) -> dict:
-    """The student notebook of exercise with the named answer cells' sources replaced."""
-    notebook = notebook_json(STUDENT / SOURCES[exercise].path.name)
+def student_path(exercise: str, language: str = "en") -> Path:
+    """The student notebook of exercise in language."""
+    return (STUDENT if language == "en" else STUDENT / language) / SOURCES[exercise].path.name
+
+
+def with_answers(exercise: str, answers: dict, language: str = "en") -> dict:
+    """The student notebook of exercise (in language) with the named answer cells' sources replaced."""
+    notebook = notebook_json(student_path(exercise, language))
     by_name = {answer.cell_id: answer.name for answer in SOURCES[exercise].answers}
     unknown = set(answers) - set(by_name.values())
     assert not unknown, f"no such answer cells: {unknown}"

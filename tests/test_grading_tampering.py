@@ -6,6 +6,9 @@ makes it a technique worth detecting. With the guard on, each scores 0, and the 
 "tampering detected" and what was found. Well-known extensions (matplotlib's inline backend,
 autoreload) are not taken for tampering. The last test pins down what the guard cannot stop: a
 submission written against the guard itself; the README lists it as not stopped.
+
+One technique also runs from the Chinese student notebook: the guard sees the same kernel either way
+(test_grading_runs.py shows that a Chinese submission assembles to the very notebook of its English twin).
 """
 
 import os
@@ -21,11 +24,13 @@ from test_grading_support import (
 )
 
 from s09_jsonl_transcript.grading.grader import GradingOptions, find_submissions, grade_many
+from s09_jsonl_transcript.grading.words import TAMPERING as TAMPERING_DETECTED
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
 
 TAMPERING = GRADING_DATA / "tampering"
 TECHNIQUES = sorted(path.stem for path in TAMPERING.glob("*.py") if not path.stem.startswith("innocent"))
+CHINESE_TECHNIQUE = "post_run_cell_hook"  # the one that beat two checks before the guard
 FULL_MARKS = SOURCES["ex01"].max_score
 
 AGAINST_THE_GUARD = '''
@@ -45,21 +50,23 @@ _guard_module.verdict = _forged
 '''
 
 
-def tampered_folder(folder, techniques: list) -> None:
+def tampered_folder(folder, techniques: list, language: str = "en") -> None:
     for name in techniques:
         answers = answer_cells((TAMPERING / f"{name}.py").read_text(encoding="utf-8"))
-        write_notebook(folder / f"ex01_{name}.ipynb", with_answers("ex01", answers))
+        write_notebook(folder / f"ex01_{name}.ipynb", with_answers("ex01", answers, language))
 
 
 def graded(folder, detect: bool) -> dict:
+    """Reports by technique: "post_run_cell_hook", or "zh/post_run_cell_hook" for a Chinese notebook."""
     reports = grade_many(find_submissions([folder]), SOURCES, options=GradingOptions(detect_tampering=detect))
-    return {report["submission"][len("ex01_"):-len(".ipynb")]: report for report in reports}
+    return {report["submission"].replace("ex01_", "")[:-len(".ipynb")]: report for report in reports}
 
 
 @pytest.fixture(scope="module")
 def with_guard(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tampered")
     tampered_folder(folder, TECHNIQUES)
+    tampered_folder(folder / "zh", [CHINESE_TECHNIQUE], "zh")
     innocent = answer_cells((TAMPERING / "innocent_extensions.py").read_text(encoding="utf-8"))
     write_notebook(folder / "ex01_innocent_extensions.ipynb",
                    with_answers("ex01", {**reference_answers("ex01"), **innocent}))
@@ -87,11 +94,12 @@ def test_without_the_guard_the_technique_scores_full_marks(without_guard, techni
     assert report["score"] == FULL_MARKS, scores(report)
 
 
-@pytest.mark.parametrize("technique", TECHNIQUES)
+@pytest.mark.parametrize("technique", TECHNIQUES + [f"zh/{CHINESE_TECHNIQUE}"])
 def test_with_the_guard_the_technique_scores_zero_as_tampering(with_guard, technique):
     report = with_guard[technique]
     assert report["status"] == "graded" and report["score"] == 0, scores(report)
-    assert report["reason"].startswith("tampering detected: "), report["reason"]
+    assert report["reason"].startswith("tampering detected · 检测到篡改: ") and report["reason"].startswith(
+        f"{TAMPERING_DETECTED}: "), report["reason"]
     assert all(check["feedback"] == report["reason"] for check in report["checks"])
     assert len(report["checks"]) == len(SOURCES["ex01"].checks), "hidden checks count too"
 
@@ -100,9 +108,10 @@ def test_with_the_guard_the_technique_scores_zero_as_tampering(with_guard, techn
     ("input_transformer", "an input transformer was added or removed (cleanup_transforms)"),
     ("ast_transformer", "an AST transformer was added or removed"),
     ("post_run_cell_hook", "a post_run_cell hook was added"),
+    (f"zh/{CHINESE_TECHNIQUE}", "a post_run_cell hook was added"),
     ("custom_exception_handler", "a custom exception handler was set (set_custom_exc)"),
     ("replaced_run_cell", "the shell had run_cell replaced"),
-    ("rewritten_replies", "the check's reply carries no verdict from the grader's guard"),
+    ("rewritten_replies", "the check's reply carries no verdict from the grader's guard · 检查的回复里没有"),
 ])
 def test_the_reason_names_what_was_found(with_guard, technique, found):
     assert found in with_guard[technique]["reason"]

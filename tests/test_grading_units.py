@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from s09_jsonl_transcript.bilingual import has_chinese
 from s09_jsonl_transcript.grading import assemble, cli, release
 from s09_jsonl_transcript.grading.assemble import (
     SubmissionError,
@@ -34,6 +35,7 @@ from s09_jsonl_transcript.grading.source import (
     load_sources,
     pass_line,
 )
+from s09_jsonl_transcript.grading.words import SEPARATOR
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTRUCTOR = ROOT / "exercises" / "instructor"
@@ -98,9 +100,9 @@ def test_each_intro_states_the_points_the_checks_give(exercise):
     assert hidden == sum(check.points for check in source.checks if check.hidden)
 
 
-def test_a_pass_line_counts_its_points():
-    assert pass_line("ex01.2", 2) == "ex01.2 passed (2 points)"
-    assert pass_line("ex04.7", 1) == "ex04.7 passed (1 point)"
+def test_a_pass_line_counts_its_points_in_both_languages():
+    assert pass_line("ex01.2", 2) == "ex01.2 passed (2 points) · 通过（2 分）"
+    assert pass_line("ex04.7", 1) == "ex04.7 passed (1 point) · 通过（1 分）"
 
 
 def test_a_source_saved_without_its_pass_lines_is_refused(tmp_path):
@@ -126,6 +128,55 @@ def test_a_source_with_a_repeated_cell_id_is_refused(tmp_path):
 
 def test_the_committed_student_notebooks_are_what_release_writes():
     assert release.stale_notebooks(INSTRUCTOR, INSTRUCTOR.parent) == []
+    assert release.translation_problems(INSTRUCTOR) == []
+
+
+def test_release_check_notices_a_stale_chinese_notebook(tmp_path, capsys):
+    release.release(INSTRUCTOR, tmp_path)
+    assert cli.main(["release", "--check", "--out", str(tmp_path)]) == 0
+    chinese = tmp_path / "zh" / "ex02_corruption_boundary.ipynb"
+    chinese.write_text(chinese.read_text(encoding="utf-8").replace("损坏边界", "损坏的边界"), encoding="utf-8")
+    assert cli.main(["release", "--check", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "zh/ex02_corruption_boundary.ipynb differs" in out
+    assert "ex02_corruption_boundary: cell ex02-intro: the Chinese notebook is stale" in out
+
+
+def kit_copy(tmp_path: Path) -> Path:
+    """A copy of exercises/ (instructor sources and Chinese text) to release from; returns its instructor folder."""
+    exercises = tmp_path / "exercises"
+    (exercises / "zh").mkdir(parents=True)
+    for path in INSTRUCTOR.glob("ex*.ipynb"):
+        (exercises / "instructor").mkdir(exist_ok=True)
+        (exercises / "instructor" / path.name).write_bytes(path.read_bytes())
+    (exercises / "zh" / "text").mkdir()
+    for path in release.text_folder_of(INSTRUCTOR).glob("*.md"):
+        (exercises / "zh" / "text" / path.name).write_bytes(path.read_bytes())
+    return exercises / "instructor"
+
+
+def test_a_changed_english_cell_makes_its_translation_todo_until_it_is_accepted(tmp_path, capsys):
+    source = kit_copy(tmp_path)
+    assert cli.main(["release", "--source", str(source)]) == 0
+    assert cli.main(["release", "--check", "--source", str(source)]) == 0
+    path = source / "ex01_last_turn_replay.ipynb"
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    recap = next(cell for cell in notebook["cells"] if cell["id"] == "ex01-recap")
+    recap["source"] = "".join(recap["source"]) + "\n- One more point."
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["release", "--check", "--source", str(source)]) == 1
+    assert "ex01_last_turn_replay.ipynb differs" in capsys.readouterr().out
+    assert cli.main(["release", "--source", str(source)]) == 1  # writes both languages, then says what is left
+    out = capsys.readouterr().out
+    assert "ex01_last_turn_replay: cell ex01-recap: the Chinese text is marked todo" in out
+    text = (source.parent / "zh" / "text" / "ex01_last_turn_replay.md").read_text(encoding="utf-8")
+    assert "<!-- cell ex01-recap | en todo -->\n## 小结" in text, "the old Chinese stays, marked todo"
+    assert text.startswith("<!-- The Chinese text of exercises/zh/ex01_last_turn_replay.ipynb")
+    assert cli.main(["release", "--check", "--source", str(source)]) == 1
+    assert "marked todo" in capsys.readouterr().out
+    assert cli.main(["accept", "--source", str(source)]) == 0  # the translator has updated the section
+    assert cli.main(["release", "--check", "--source", str(source)]) == 0
 
 
 def test_release_check_notices_an_edited_student_notebook(tmp_path, capsys):
@@ -134,14 +185,17 @@ def test_release_check_notices_an_edited_student_notebook(tmp_path, capsys):
     edited.write_text(edited.read_text(encoding="utf-8").replace("max_lines", "max_rows"), encoding="utf-8")
     assert cli.main(["release", "--check", "--out", str(tmp_path)]) == 1
     assert "ex03_sharding.ipynb differs" in capsys.readouterr().out
+    assert not (tmp_path / "zh" / "text").exists(), "a release elsewhere leaves the Chinese text where it is"
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
 @pytest.mark.parametrize("exercise", sorted(SOURCES))
-def test_a_student_notebook_has_stubs_no_solutions_no_hidden_checks_no_outputs(exercise):
+def test_a_student_notebook_has_stubs_no_solutions_no_hidden_checks_no_outputs(exercise, language):
     source = SOURCES[exercise]
-    text = (INSTRUCTOR.parent / source.path.name).read_text(encoding="utf-8")
+    path = (INSTRUCTOR.parent if language == "en" else INSTRUCTOR.parent / "zh") / source.path.name
+    text = path.read_text(encoding="utf-8")
     student = nbformat.reads(text, as_version=4)
-    assert not solution_only_lines(source) & stripped_lines(INSTRUCTOR.parent / source.path.name)
+    assert not solution_only_lines(source) & stripped_lines(path)
     assert BEGIN_SOLUTION not in text and END_SOLUTION not in text
     hidden = {check.name for check in source.checks if check.hidden}
     assert not any(name in text for name in hidden)
@@ -152,6 +206,7 @@ def test_a_student_notebook_has_stubs_no_solutions_no_hidden_checks_no_outputs(e
     assert len(answers) == len(source.answers)
     assert all(release.STUB in cell.source for cell in answers)
     assert student.metadata["s09"]["exercise"] == exercise
+    assert student.metadata["s09"].get("language", "en") == language
 
 
 def test_stubs_keep_the_indentation_and_refuse_unbalanced_markers():
@@ -165,7 +220,7 @@ def test_stubs_keep_the_indentation_and_refuse_unbalanced_markers():
 def test_a_student_bundle_holds_neither_solutions_nor_hidden_checks(tmp_path):
     written = release.write_bundle(INSTRUCTOR, tmp_path / "bundle")
     assert {path.relative_to(tmp_path / "bundle").as_posix() for path in written} == (
-        {source.path.name for source in SOURCES.values()}
+        {source.path.name for source in SOURCES.values()} | {f"zh/{source.path.name}" for source in SOURCES.values()}
         | {f"selfcheck/{source.path.name}" for source in SOURCES.values()} | {"README.md"})
     for path in written:
         text = path.read_text(encoding="utf-8")
@@ -263,6 +318,7 @@ def test_bad_input_scores_zero_with_a_reason(tmp_path, name, content, reason):
     report = grade_submission(path, SOURCES)
     assert report["status"] == "rejected" and report["score"] == 0
     assert reason in report["reason"]
+    assert SEPARATOR in report["reason"] and has_chinese(report["reason"]), "a student reads it in either language"
 
 
 def test_the_wrong_exercise_scores_zero_against_every_check(tmp_path):
@@ -333,6 +389,21 @@ def test_report_names_never_collide():
     assert names == report_names(labels), "the same batch always gets the same names"
 
 
+def test_the_same_file_name_in_the_english_and_chinese_folders_gets_two_reports():
+    assert report_names(["en/ex01_x.ipynb", "zh/ex01_x.ipynb"]) == [Path("en/ex01_x.json"), Path("zh/ex01_x.json")]
+
+
+@pytest.mark.parametrize("exercise", sorted(SOURCES))
+def test_a_chinese_notebook_is_recognised_and_assembled_like_the_english_one(exercise):
+    """Neither folder, file name nor markdown decides: the metadata names the exercise, cell ids the answers."""
+    source = SOURCES[exercise]
+    english, chinese = (json.loads((folder / source.path.name).read_text(encoding="utf-8"))
+                        for folder in (INSTRUCTOR.parent, INSTRUCTOR.parent / "zh"))
+    assert exercise_of(chinese, "homework.ipynb") == exercise_of(english, "homework.ipynb") == exercise
+    assert build_notebook(source, answer_sources(chinese, source)) == build_notebook(source, answer_sources(english,
+                                                                                                           source))
+
+
 @pytest.mark.skipif(os.name != "posix", reason="named pipes and /dev/zero are POSIX")
 def test_a_class_folder_of_bad_files_is_graded_to_the_end_with_a_report_each(tmp_path):
     folder = tmp_path / "class"
@@ -354,14 +425,18 @@ def test_a_class_folder_of_bad_files_is_graded_to_the_end_with_a_report_each(tmp
         report = json.loads(path.read_text(encoding="utf-8"))
         found[report["submission"]] = report
     reasons = {label: report["reason"] for label, report in found.items()}
+    link = ("not a regular file: a symbolic link (submit the notebook itself)"
+            " · 不是普通文件：这是符号链接（请提交笔记本文件本身）")
     assert reasons == {
-        "ann/ex01_last_turn_replay.ipynb": "not a regular file: a named pipe (FIFO)",
-        "ben/ex01_last_turn_replay.ipynb": "not a regular file: a symbolic link (submit the notebook itself)",
-        "cat/ex01_twin x.ipynb": "invalid JSON at line 1, column 2: Expecting property name enclosed in double quotes",
-        "cat/ex01_twin_x.ipynb": "not a notebook: the JSON has no list of cells",
+        "ann/ex01_last_turn_replay.ipynb": "not a regular file: a named pipe (FIFO) · 不是普通文件：命名管道（FIFO）",
+        "ben/ex01_last_turn_replay.ipynb": link,
+        "cat/ex01_twin x.ipynb": "invalid JSON at line 1, column 2 · JSON 无效，位于第 1 行第 2 列: "
+                                 "Expecting property name enclosed in double quotes",
+        "cat/ex01_twin_x.ipynb": "not a notebook: the JSON has no list of cells · 不是笔记本：JSON 里没有单元列表",
         "dan/ex01_old.ipynb": "a notebook in the old format 3 (this grader reads format 4): open it in a current "
-                              "Jupyter and save it, which converts it",
-        "fay/ex01_last_turn_replay.ipynb": "not a regular file: a symbolic link (submit the notebook itself)",
+                              "Jupyter and save it, which converts it · 这是旧格式 3 的笔记本（评分程序只读格式 4）："
+                              "用新版 Jupyter 打开它并保存一次，就会转换成新格式",
+        "fay/ex01_last_turn_replay.ipynb": link,
     }, reasons
     assert all(report["score"] == 0 for report in found.values())
 
@@ -392,7 +467,8 @@ def test_the_class_csv_and_the_summary_show_every_check(tmp_path):
     assert rows[1][:5] == ["ex02_missing.ipynb", "ex02", "rejected", "0", str(SOURCES["ex02"].max_score)]
     assert rows[2][:5] == ["notes.txt", "", "rejected", "0", "0"]
     text = format_report(rejected)
-    assert "rejected: answer cell" in text and f"total 0/{SOURCES['ex02'].max_score}" in text
+    assert "rejected · 已拒收: answer cell" in text and "找不到答案单元" in text
+    assert f"total · 总分: 0/{SOURCES['ex02'].max_score}" in text
 
 
 def test_the_progress_bar_writes_one_line_per_step_when_not_on_a_terminal():
@@ -417,7 +493,7 @@ def test_the_progress_bar_writes_one_line_per_step_when_not_on_a_terminal():
 def test_a_bad_command_line_gets_one_line_and_status_2(arguments, message, capsys):
     assert cli.main(arguments) == 2
     error = capsys.readouterr().err
-    assert error.startswith("error: ") and message in error and error.count("\n") == 1
+    assert error.startswith("error · 错误: ") and message in error and error.count("\n") == 1
 
 
 def test_grading_bad_input_through_the_command_line_writes_a_report(tmp_path, capsys):
@@ -425,7 +501,7 @@ def test_grading_bad_input_through_the_command_line_writes_a_report(tmp_path, ca
     path.write_text("{not json")
     assert cli.main(["grade", str(path), "--reports", str(tmp_path / "reports")]) == 0
     out = capsys.readouterr().out
-    assert "rejected: invalid JSON" in out and "total 0/14" in out
+    assert "rejected · 已拒收: invalid JSON" in out and "total · 总分: 0/14" in out
     report = json.loads((tmp_path / "reports" / "ex01_broken.json").read_text(encoding="utf-8"))
     assert report["status"] == "rejected" and report["score"] == 0 and len(report["checks"]) == 6
 

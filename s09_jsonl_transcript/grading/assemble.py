@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 
 from .source import EXERCISE_NAME, METADATA_KEY, ExerciseSource, cell_role
+from .words import both, labelled
 
 MAX_SUBMISSION_BYTES = 20 * 1024 * 1024
 # nbval acts on comment lines such as "# NBVAL_SKIP"; any comment naming a marker goes.
@@ -25,35 +26,42 @@ _EXERCISE_PREFIX = re.compile(r"^(ex\d\d)(_|\.|$)")
 
 
 class SubmissionError(ValueError):
-    """A submission that cannot be graded: it scores 0, and the message is the reason given."""
+    """A submission that cannot be graded: it scores 0, and the message is the reason given (in both languages)."""
 
 
 def read_submission(path) -> dict:
     """The submission's notebook JSON, or SubmissionError saying why it is not a usable notebook."""
     path = Path(path)
     if path.suffix != ".ipynb":
-        raise SubmissionError(f"not a notebook: {path.name} is not an .ipynb file")
+        raise SubmissionError(both(f"not a notebook: {path.name} is not an .ipynb file",
+                                   f"不是笔记本：{path.name} 不是 .ipynb 文件"))
     text = _read_regular_file(path)
     try:
         text = text.decode("utf-8")
     except UnicodeDecodeError:
-        raise SubmissionError("not a notebook: the file is not UTF-8 text") from None
+        raise SubmissionError(both("not a notebook: the file is not UTF-8 text",
+                                   "不是笔记本：文件不是 UTF-8 文本")) from None
     try:
         notebook = json.loads(text)
     except json.JSONDecodeError as error:
-        raise SubmissionError(f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+        where = both(f"invalid JSON at line {error.lineno}, column {error.colno}",
+                     f"JSON 无效，位于第 {error.lineno} 行第 {error.colno} 列")
+        raise SubmissionError(labelled(where, error.msg)) from None  # the decoder's own words stay English
     except RecursionError:
-        raise SubmissionError("invalid JSON: nested too deeply") from None
+        raise SubmissionError(both("invalid JSON: nested too deeply", "JSON 无效：嵌套太深")) from None
     if not isinstance(notebook, dict):
-        raise SubmissionError("not a notebook: the JSON has no list of cells")
+        raise SubmissionError(_NO_CELLS)
     version = notebook.get("nbformat")
     if isinstance(version, int) and not isinstance(version, bool) and version < 4:
-        raise SubmissionError(f"a notebook in the old format {version} (this grader reads format 4): open it in "
-                              "a current Jupyter and save it, which converts it")
+        raise SubmissionError(both(f"a notebook in the old format {version} (this grader reads format 4): open it "
+                                   "in a current Jupyter and save it, which converts it",
+                                   f"这是旧格式 {version} 的笔记本（评分程序只读格式 4）：用新版 Jupyter 打开它"
+                                   "并保存一次，就会转换成新格式"))
     if not isinstance(notebook.get("cells"), list):
-        raise SubmissionError("not a notebook: the JSON has no list of cells")
+        raise SubmissionError(_NO_CELLS)
     if version != 4:
-        raise SubmissionError(f"not a notebook in format 4 (nbformat is {version!r})")
+        raise SubmissionError(both(f"not a notebook in format 4 (nbformat is {version!r})",
+                                   f"不是格式 4 的笔记本（nbformat 为 {version!r}）"))
     return notebook
 
 
@@ -68,18 +76,19 @@ def _read_regular_file(path: Path) -> bytes:
     try:
         descriptor = os.open(path, flags)
     except FileNotFoundError:
-        raise SubmissionError(f"no such file: {path}") from None
+        raise SubmissionError(both(f"no such file: {path}", f"找不到文件：{path}")) from None
     except OSError as error:
         if path.is_symlink():
-            raise SubmissionError("not a regular file: a symbolic link (submit the notebook itself)") from None
+            raise SubmissionError(both("not a regular file: a symbolic link (submit the notebook itself)",
+                                       "不是普通文件：这是符号链接（请提交笔记本文件本身）")) from None
         kind = _kind_of(path)
         if kind:
-            raise SubmissionError(f"not a regular file: {kind}") from None
-        raise SubmissionError(f"cannot read the file: {error.strerror or error}") from None
+            raise SubmissionError(_not_regular(kind)) from None
+        raise SubmissionError(labelled(_CANNOT_READ, error.strerror or str(error))) from None
     try:
         mode = os.fstat(descriptor).st_mode
         if not stat.S_ISREG(mode):
-            raise SubmissionError(f"not a regular file: {_KINDS.get(stat.S_IFMT(mode), 'not a file')}")
+            raise SubmissionError(_not_regular(_KINDS.get(stat.S_IFMT(mode), ("not a file", "不是文件"))))
         chunks, total = [], 0
         while total <= MAX_SUBMISSION_BYTES:
             chunk = os.read(descriptor, min(1 << 20, MAX_SUBMISSION_BYTES + 1 - total))
@@ -87,19 +96,27 @@ def _read_regular_file(path: Path) -> bytes:
                 return b"".join(chunks)
             chunks.append(chunk)
             total += len(chunk)
-        raise SubmissionError(f"the file holds more than {MAX_SUBMISSION_BYTES:,} bytes; the limit is "
-                              f"{MAX_SUBMISSION_BYTES:,}")
+        raise SubmissionError(both(f"the file holds more than {MAX_SUBMISSION_BYTES:,} bytes; the limit is "
+                                   f"{MAX_SUBMISSION_BYTES:,}",
+                                   f"文件超过 {MAX_SUBMISSION_BYTES:,} 字节；上限是 {MAX_SUBMISSION_BYTES:,} 字节"))
     except OSError as error:
-        raise SubmissionError(f"cannot read the file: {error.strerror or error}") from None
+        raise SubmissionError(labelled(_CANNOT_READ, error.strerror or str(error))) from None
     finally:
         os.close(descriptor)
 
 
-_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
-          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symbolic link"}
+_KINDS = {stat.S_IFDIR: ("a folder", "文件夹"), stat.S_IFIFO: ("a named pipe (FIFO)", "命名管道（FIFO）"),
+          stat.S_IFCHR: ("a character device", "字符设备"), stat.S_IFBLK: ("a block device", "块设备"),
+          stat.S_IFSOCK: ("a socket", "套接字"), stat.S_IFLNK: ("a symbolic link", "符号链接")}
+_NO_CELLS = both("not a notebook: the JSON has no list of cells", "不是笔记本：JSON 里没有单元列表")
+_CANNOT_READ = both("cannot read the file", "无法读取文件")
 
 
-def _kind_of(path: Path) -> str | None:
+def _not_regular(kind: tuple) -> str:
+    return both(f"not a regular file: {kind[0]}", f"不是普通文件：{kind[1]}")
+
+
+def _kind_of(path: Path) -> tuple | None:
     try:
         return _KINDS.get(stat.S_IFMT(os.lstat(path).st_mode))
     except OSError:
@@ -123,7 +140,7 @@ def _cell_source(cell: dict, name: str) -> str:
         return "".join(source)
     if isinstance(source, str):
         return source
-    raise SubmissionError(f"answer cell {name!r} has a malformed source")
+    raise SubmissionError(both(f"answer cell {name!r} has a malformed source", f"答案单元 {name!r} 的 source 格式不对"))
 
 
 def answer_sources(notebook: dict, source: ExerciseSource) -> dict:
@@ -135,13 +152,17 @@ def answer_sources(notebook: dict, source: ExerciseSource) -> dict:
         if not matches:  # saved without cell ids: fall back on the answer name in the metadata
             matches = [cell for cell in cells if cell_role(cell).get("name") == answer.name]
         if not matches:
-            raise SubmissionError(
+            raise SubmissionError(both(
                 f"answer cell {answer.name!r} is missing (cell id {answer.cell_id!r}): was it deleted, "
-                "or was the answer typed into a new cell? Put your code back in the original cell")
+                "or was the answer typed into a new cell? Put your code back in the original cell",
+                f"找不到答案单元 {answer.name!r}（单元 id {answer.cell_id!r}）：它被删掉了，还是答案写进了"
+                "新建的单元？请把代码放回原来的单元"))
         if len(matches) > 1:
-            raise SubmissionError(f"answer cell {answer.name!r} appears {len(matches)} times; keep one")
+            raise SubmissionError(both(f"answer cell {answer.name!r} appears {len(matches)} times; keep one",
+                                       f"答案单元 {answer.name!r} 出现了 {len(matches)} 次；只保留一个"))
         if matches[0].get("cell_type") != "code":
-            raise SubmissionError(f"answer cell {answer.name!r} is no longer a code cell")
+            raise SubmissionError(both(f"answer cell {answer.name!r} is no longer a code cell",
+                                       f"答案单元 {answer.name!r} 不再是代码单元"))
         answers[answer.name] = _cell_source(matches[0], answer.name)
     return answers
 

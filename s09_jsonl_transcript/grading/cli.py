@@ -1,15 +1,19 @@
 """The command line: python -m s09_jsonl_transcript.grading COMMAND ...
 
-    release [--source DIR] [--out DIR]      write the student notebooks (into exercises/)
-    release --check                         exit status 1 when exercises/ is not what release writes
-    release --bundle DIR                    a student-only folder: notebooks, selfcheck/, README
+    release [--source DIR] [--out DIR]      write the student notebooks, English (exercises/) and Chinese
+                                            (exercises/zh/, from the Chinese text in exercises/zh/text/)
+    release --check                         exit status 1 when exercises/ is not what release writes, or a
+                                            translation is todo or stale
+    release --bundle DIR                    a student-only folder: notebooks in both languages, selfcheck/, README
+    accept [exNN_name ...]                  mark the translated sections of exercises/zh/text/ done
     refresh [--source DIR]                  re-run the instructor sources and save their outputs
     grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder
           [--format json|gradescope] [--sandbox auto|required|off]
     benchmark [--copies 30]                 time the grading of a folder of reference solutions
 
-Exit status: 0 done; 1 `release --check` found differences, or the grader itself failed on a
-submission; 2 a bad command line, unusable sources, or `--sandbox required` where there is none.
+Exit status: 0 done; 1 `release --check` found differences, `release` left translations to do, or
+the grader itself failed on a submission; 2 a bad command line, unusable sources, or `--sandbox
+required` where there is none. What students read (reports, feedback, errors) is in English and Chinese.
 """
 
 from __future__ import annotations
@@ -22,7 +26,16 @@ from pathlib import Path
 from . import sandbox
 from .benchmark import run_benchmark
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
-from .release import refresh, release, stale_notebooks, write_bundle
+from .release import (
+    accept_text,
+    refresh,
+    release,
+    stale_notebooks,
+    text_folder_of,
+    translation_pair,
+    translation_problems,
+    write_bundle,
+)
 from .reports import (
     FINAL_GRADES,
     FORMATS,
@@ -34,6 +47,7 @@ from .reports import (
     write_reports,
 )
 from .source import SourceError, default_source_folder, load_sources
+from .words import ERROR_LABEL, REPORT, WARNING, both, labelled
 
 DEFAULT_REPORTS = Path("artifacts") / "grading"
 
@@ -58,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     release_command.add_argument("--out", type=Path, help="where to write them; default: the folder above --source")
     release_command.add_argument("--check", action="store_true", help="only compare: exit 1 if --out differs")
     release_command.add_argument("--bundle", type=Path, help="write a student-only bundle to this folder instead")
+
+    accept_command = commands.add_parser("accept", help="mark the translated sections of exercises/zh/text done")
+    accept_command.add_argument("names", nargs="*",
+                                help="exercise notebooks (default: all), e.g. ex01_last_turn_replay")
+    accept_command.add_argument("--source", type=Path, help=source_help)
 
     refresh_command = commands.add_parser("refresh", help="re-run the instructor sources and save their outputs")
     refresh_command.add_argument("--source", type=Path, help=source_help)
@@ -96,7 +115,8 @@ def _add_run_options(command) -> None:
 def _source_folder(arguments) -> Path:
     folder = arguments.source or default_source_folder()
     if folder is None:
-        raise UsageError("no instructor sources here: pass --source FOLDER (a selfcheck/ folder works too)")
+        raise UsageError(both("no instructor sources here: pass --source FOLDER (a selfcheck/ folder works too)",
+                              "这里没有教师版源文件：请用 --source 指定文件夹（selfcheck/ 文件夹也可以）"))
     return folder
 
 
@@ -109,7 +129,7 @@ def _options(arguments) -> GradingOptions:
         raise UsageError(str(error)) from None
     box = sandbox.status(options.sandbox)  # SandboxUnavailable (exit status 2) when required and missing
     if not box.enabled:
-        print(f"warning: {box.note}", file=sys.stderr)
+        print(labelled(WARNING, box.note), file=sys.stderr)
     return options
 
 
@@ -118,15 +138,36 @@ def _release(arguments) -> int:
     if arguments.bundle:
         for path in write_bundle(source, arguments.bundle):
             print(f"wrote {path}")
-        return 0
+        return _translation_status(source, arguments.bundle)
     out = arguments.out or source.parent
     if arguments.check:
         stale = stale_notebooks(source, out)
         for name in stale:
             print(f"{out / name} differs from what release writes")
-        return 1 if stale else 0
+        return 1 if _translation_status(source, out) or stale else 0
     for path in release(source, out):
         print(f"wrote {path}")
+    return _translation_status(source, out)
+
+
+def _translation_status(source: Path, out: Path) -> int:
+    """Print what the Chinese text still needs; 1 when it needs anything."""
+    problems = translation_problems(source, out)
+    if problems:
+        print(f"the Chinese exercises need work (translate in {text_folder_of(source)}, then run "
+              "`accept` and `release`):\n  " + "\n  ".join(problems))
+    return 1 if problems else 0
+
+
+def _accept(arguments) -> int:
+    source = _source_folder(arguments)
+    names = arguments.names or [path.stem for path in sorted(source.glob("ex[0-9][0-9]_*.ipynb"))]
+    for name in names:
+        if not (source / f"{name}.ipynb").exists():
+            raise UsageError(f"no exercise {name} in {source}")
+        accepted, left = accept_text(translation_pair(name, source.parent, text_folder_of(source)))
+        print(f"{name}: {len(accepted)} section(s) accepted"
+              + (f"; still todo (no Chinese): {', '.join(left)}" if left else ""))
     return 0
 
 
@@ -141,12 +182,13 @@ def _grade(arguments) -> int:
     sources = load_sources(_source_folder(arguments))
     if arguments.exercise and arguments.exercise not in sources:
         raise UsageError(f"--exercise {arguments.exercise}: the sources hold {', '.join(sorted(sources))}")
-    missing = [str(path) for path in arguments.paths if not path.exists()]
+    missing = ", ".join(str(path) for path in arguments.paths if not path.exists())
     if missing:
-        raise UsageError("no such file or folder: " + ", ".join(missing))
+        raise UsageError(both(f"no such file or folder: {missing}", f"找不到文件或文件夹：{missing}"))
     submissions = find_submissions(arguments.paths)
     if not submissions:
-        raise UsageError("no notebooks found in " + ", ".join(map(str, arguments.paths)))
+        searched = ", ".join(map(str, arguments.paths))
+        raise UsageError(both(f"no notebooks found in {searched}", f"在 {searched} 里没有找到笔记本"))
     batch = len(submissions) > 1 or any(path.is_dir() for path in arguments.paths)
     progress = ProgressBar(len(submissions))
 
@@ -163,10 +205,11 @@ def _grade(arguments) -> int:
         table = write_class_csv(reports, arguments.reports / "class.csv")
     if batch:
         print(format_class(reports))
-        print(f"\nreports in {arguments.reports}; class CSV: {table}")
+        print("\n" + both(f"reports in {arguments.reports}; class CSV: {table}",
+                          f"报告在 {arguments.reports}；全班的 CSV：{table}"))
     else:
         print(format_report(reports[0]))
-        print(f"report: {written[-1]}")
+        print(labelled(REPORT, str(written[-1])))
     return 1 if any(report["status"] == ERROR for report in reports) else 0
 
 
@@ -179,7 +222,7 @@ def _benchmark(arguments) -> int:
     result = run_benchmark(sources, copies=arguments.copies, jobs=arguments.jobs or available_cores(),
                            options=options,
                            on_graded=lambda done, total, report: progress.update(done, report["submission"]))
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0 if result["all_full_marks"] else 1
 
 
@@ -187,8 +230,9 @@ def main(argv=None) -> int:
     """Run one command; return the exit status."""
     try:
         arguments = _parser().parse_args(argv)
-        command = {"release": _release, "refresh": _refresh, "grade": _grade, "benchmark": _benchmark}
+        command = {"release": _release, "accept": _accept, "refresh": _refresh, "grade": _grade,
+                   "benchmark": _benchmark}
         return command[arguments.command](arguments)
     except (UsageError, SourceError, sandbox.SandboxUnavailable) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(labelled(ERROR_LABEL, str(error)), file=sys.stderr)
         return 2

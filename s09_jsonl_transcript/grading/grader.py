@@ -5,10 +5,11 @@ A report is a plain dict, written as JSON:
     {"submission": "alice/ex01_last_turn_replay.ipynb", "exercise": "ex01",
      "status": "graded" | "rejected" | "error", "reason": null, or why it was not graded, or
      why a graded notebook scored what it did (tampering detected, output limit, out of memory),
+     in English and Chinese (see words.py),
      "score": 7, "max_score": 14, "source": "instructor" | "selfcheck", "seconds": 4.2,
      "sandbox": "sandboxed with bubblewrap: ..." | "unsandboxed: ...",
      "checks": [{"name": "ex01.1", "score": 2, "max_score": 2, "visibility": "visible",
-                 "feedback": "passed"}, ...]}
+                 "feedback": "passed · 通过"}, ...]}
 
 "rejected" is bad input (score 0 and the reason); "error" is a fault of the grader or of its
 sources, which an instructor should look at. Nothing a submission does makes this module raise.
@@ -24,9 +25,9 @@ from pathlib import Path
 
 from . import sandbox as sandboxing
 from .assemble import SubmissionError, answer_sources, build_notebook, exercise_of, read_submission
-from .probe import TAMPERING
 from .runner import RunResult, RunSettings, run_notebook
 from .source import ExerciseSource
+from .words import NOT_GRADED, NOT_RUN, TAMPERING, both, labelled
 
 GRADED, REJECTED, ERROR = "graded", "rejected", "error"
 
@@ -85,20 +86,26 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
     try:
         run = run_notebook(assembled, settings)
     except Exception as error:  # a fault of this machine or of the grader, not of the submission
-        return _report(label, source, ERROR, f"the grader could not run the notebook: {error!r}",
+        return _report(label, source, ERROR, labelled(_GRADER_FAULT, f"could not run the notebook: {error!r}"),
                        sandbox_note=box.note)
     if options.detect_tampering and run.guard != "ready" and (run.cells or run.guard):
-        return _report(label, source, ERROR, f"the grader's guard did not start: {run.guard or 'no word from it'}",
+        return _report(label, source, ERROR, labelled(_GRADER_FAULT, "the grader's guard did not start: "
+                                                      f"{run.guard or 'no word from it'}"),
                        seconds=run.seconds, sandbox_note=box.note)
     if not run.cells and not run.timed_out and not run.stopped:
-        return _report(label, source, ERROR, "the nbval run reported no cells; its output ends with:\n"
-                       + run.log_tail[-1000:], seconds=run.seconds, sandbox_note=box.note)
+        return _report(label, source, ERROR, labelled(_GRADER_FAULT, "the nbval run reported no cells; its output "
+                                                      "ends with:\n" + run.log_tail[-1000:]),
+                       seconds=run.seconds, sandbox_note=box.note)
     if run.tampering:
-        reason = f"{TAMPERING}: {run.tampering[0]}"
+        reason = labelled(TAMPERING, run.tampering[0])
         checks = [_check_entry(check, 0, reason) for check in source.checks]
         return _report(label, source, GRADED, reason, checks, run.seconds, sandbox_note=box.note)
     checks = _scored_checks(source, run, options)
     return _report(label, source, GRADED, _graded_reason(run, checks), checks, run.seconds, sandbox_note=box.note)
+
+
+# A fault of the grader, for the instructor; what follows it is a diagnosis in English.
+_GRADER_FAULT = both("the grader failed, not the notebook", "出错的是评分程序，不是笔记本")
 
 
 def _graded_reason(run: RunResult, checks: list) -> str | None:
@@ -112,13 +119,17 @@ def _graded_reason(run: RunResult, checks: list) -> str | None:
 def _source_for(notebook: dict, path, sources: dict, expected: str | None) -> ExerciseSource:
     claimed = exercise_of(notebook, path)
     if expected and claimed and claimed != expected:
-        raise SubmissionError(f"wrong exercise: this is the notebook of {claimed}, but {expected} was expected")
+        raise SubmissionError(both(f"wrong exercise: this is the notebook of {claimed}, but {expected} was expected",
+                                   f"练习不对：这是 {claimed} 的笔记本，这里要的是 {expected}"))
     name = expected or claimed
     if name is None:
-        raise SubmissionError("cannot tell which exercise this is: its metadata names none and its "
-                              "file name does not start with exNN_ (use --exercise)")
+        raise SubmissionError(both("cannot tell which exercise this is: its metadata names none and its "
+                                   "file name does not start with exNN_ (use --exercise)",
+                                   "看不出这是哪个练习：元数据里没有写，文件名也不以 exNN_ 开头（请用 --exercise）"))
     if name not in sources:
-        raise SubmissionError(f"unknown exercise {name!r} (known: {', '.join(sorted(sources))})")
+        known = ", ".join(sorted(sources))
+        raise SubmissionError(both(f"unknown exercise {name!r} (known: {known})",
+                                   f"未知练习 {name!r}（已知：{known}）"))
     return sources[name]
 
 
@@ -129,11 +140,14 @@ def _scored_checks(source: ExerciseSource, run: RunResult, options: GradingOptio
         if outcome is not None:
             feedback = outcome.feedback
         elif run.stopped:
-            feedback = f"not run: {run.stopped}"
+            feedback = labelled(NOT_RUN, run.stopped)
         elif run.timed_out:
-            feedback = f"not run: the notebook went over the overall time limit of {options.total_timeout:g} s"
+            limit = f"{options.total_timeout:g}"
+            feedback = labelled(NOT_RUN, both(f"the notebook went over the overall time limit of {limit} s",
+                                              f"整个笔记本超过了 {limit} 秒的总时限"))
         else:
-            feedback = f"not run: the grading run ended early (pytest exit status {run.exit_code})"
+            feedback = labelled(NOT_RUN, both(f"the grading run ended early (pytest exit status {run.exit_code})",
+                                              f"评分运行提前结束了（pytest 退出状态 {run.exit_code}）"))
         passed = outcome is not None and outcome.passed
         checks.append(_check_entry(check, check.points if passed else 0, feedback))
     return checks
@@ -147,7 +161,7 @@ def _check_entry(check, score: int, feedback: str) -> dict:
 def _report(label: str, source: ExerciseSource | None, status: str, reason: str | None,
             checks: list | None = None, seconds: float = 0.0, sandbox_note: str | None = None) -> dict:
     if checks is None:  # not graded: every check scores 0 and says why
-        checks = [_check_entry(check, 0, f"not graded: {reason}") for check in (source.checks if source else ())]
+        checks = [_check_entry(check, 0, labelled(NOT_GRADED, reason)) for check in (source.checks if source else ())]
     return {
         "submission": label,
         "exercise": source.exercise if source else None,
@@ -181,7 +195,7 @@ def grade_many(submissions: list, sources: dict, *, exercise: str | None = None,
                 reports[index] = future.result()
             except Exception as error:  # a grader bug must not lose the rest of the class
                 path, label = submissions[index]
-                reports[index] = _report(label, None, ERROR, f"grader failure: {error!r}")
+                reports[index] = _report(label, None, ERROR, labelled(_GRADER_FAULT, repr(error)))
             if on_graded:
                 on_graded(done, len(submissions), reports[index])
     return reports

@@ -89,8 +89,9 @@ class _Guard:
         def limited(*args, **kwargs):
             self.printed += size(*args, **kwargs)
             if self.printed > self.output_limit:
-                raise OutputLimitExceeded(f"the notebook printed more than {self.output_limit:,} characters, "
-                                          "the grader's output limit")
+                limit = f"{self.output_limit:,}"
+                raise OutputLimitExceeded(f"the notebook printed more than {limit} characters, the grader's output "
+                                          f"limit · 笔记本的输出超过了 {limit} 个字符，这是评分程序的输出上限")
             return write(*args, **kwargs)
         return limited
 

@@ -35,6 +35,8 @@ from queue import Empty
 
 import pytest
 
+from s09_jsonl_transcript.grading.words import NOT_RUN, PASSED, STOPPED, TAMPERING, TIMED_OUT, both, labelled
+
 # nbval imports nbformat, which imports jsonschema, which imports rfc3987_syntax if it can: that
 # builds a parser for IRIs at import time, about 3 s of CPU in every grading run, for a format no
 # notebook schema uses. jsonschema treats the module as optional; this process goes without it.
@@ -45,11 +47,15 @@ _POLL_SECONDS = 0.2
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _FEEDBACK_LIMIT = 2000
 _HELLO_TIMEOUT = 30
-HIDDEN_ERROR = "the cell raised an error that was kept from its output (was the error display changed?)"
-TAMPERING = "tampering detected"
+HIDDEN_ERROR = both("the cell raised an error that was kept from its output (was the error display changed?)",
+                    "这个单元抛出了错误，但错误没有出现在输出里（错误的显示方式被改过了吗？）")
 GUARD_KEY_FILE = "s09_guard.json"  # in the kernel's IPython profile folder; the guard reads and deletes it
 VERDICT = "s09_verdict"
 OUTPUT_LIMIT_ERROR = "OutputLimitExceeded"  # raised by the guard's print limit inside the kernel
+
+
+KERNEL_STOPPED = both("the kernel was stopped (SIGSTOP) while running a cell, so it was ended",
+                      "内核在运行单元时被暂停（SIGSTOP），因此被终止")
 
 
 class KernelDiedError(RuntimeError):
@@ -147,7 +153,7 @@ def _watch_the_kernel(config) -> None:
                     self.stop()  # nbval then reports "Kernel dead on test start" for later cells
                     raise KernelDiedError("the kernel died while running this cell") from None
                 if _is_stopped(self):
-                    _stop(config, self, "the kernel was stopped (SIGSTOP) while running a cell, so it was ended")
+                    _stop(config, self, KERNEL_STOPPED)
                     raise KernelStoppedError(config._s09_stopped) from None
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
@@ -162,8 +168,9 @@ def _watch_the_kernel(config) -> None:
         self.s09_output = getattr(self, "s09_output", 0) + _output_size(message)
         # The guard stops prints past the limit inside the kernel; this catches what goes around it.
         if self.s09_output > 2 * config._s09_output_limit + 65536:
-            _stop(config, self, f"the notebook printed more than the output limit of "
-                                f"{config._s09_output_limit:,} bytes, so it was stopped")
+            limit = f"{config._s09_output_limit:,}"
+            _stop(config, self, both(f"the notebook printed more than the output limit of {limit} bytes, so it was "
+                                     "stopped", f"笔记本的输出超过了 {limit} 字节的上限，因此被终止"))
             raise OutputLimitError(config._s09_stopped)
         return message
 
@@ -247,16 +254,17 @@ def _read_verdict(config, reply, nonce: str):
     expressions = (reply or {}).get("user_expressions") or {}
     answer = expressions.get(VERDICT)
     if not isinstance(answer, dict) or answer.get("status") != "ok":
-        return None, "the check's reply carries no verdict from the grader's guard"
+        return None, both("the check's reply carries no verdict from the grader's guard",
+                          "检查的回复里没有评分程序守卫的判定")
     try:
         verdict = json.loads(ast.literal_eval(answer["data"]["text/plain"]))
         cell, problems, mac = verdict["cell"], verdict["problems"], verdict["mac"]
         assert isinstance(problems, list) and isinstance(cell, str) and isinstance(mac, str)
     except Exception:  # anything malformed is a forgery
-        return None, "the guard's verdict on this check is malformed"
+        return None, both("the guard's verdict on this check is malformed", "守卫对这个检查的判定格式不对")
     if verdict.get("nonce") != nonce or not hmac.compare_digest(mac, verdict_mac(config._s09_key, nonce, cell,
                                                                                 problems)):
-        return None, "the guard's verdict on this check is forged"
+        return None, both("the guard's verdict on this check is forged", "守卫对这个检查的判定是伪造的")
     return (problems, cell), None
 
 
@@ -329,18 +337,20 @@ def _judge(item, call, report) -> tuple:
         interference = _check_verdict(item, reply, must_hold=report.passed and status in (None, "ok"))
         if interference:
             _send(item.config, {"kind": "tampering", "what": interference})
-            return "failed", f"{TAMPERING}: {interference}"
+            return "failed", labelled(TAMPERING, interference)
     if report.passed:
         if status not in (None, "ok"):
             return "failed", HIDDEN_ERROR
-        return "passed", "passed"
+        return "passed", PASSED
     if _error_names(item) & {OUTPUT_LIMIT_ERROR} and getattr(item.config, "_s09_stopped", None) is None:
-        _stop(item.config, item.parent.kernel, f"the notebook printed more than the output limit of "
-                                               f"{item.config._s09_output_limit:,} characters, so it was stopped")
-        return "failed", f"stopped: {item.config._s09_stopped}"
+        limit = f"{item.config._s09_output_limit:,}"
+        _stop(item.config, item.parent.kernel, both(
+            f"the notebook printed more than the output limit of {limit} characters, so it was stopped",
+            f"笔记本的输出超过了 {limit} 个字符的上限，因此被终止"))
+        return "failed", labelled(STOPPED, item.config._s09_stopped)
     feedback = _describe_failure(item, call.excinfo.value if call.excinfo else None, status)
     if hasattr(report, "wasxfail"):  # nbval expects every cell after a timeout to fail
-        feedback += " (after an earlier cell timed out)"
+        feedback += " (after an earlier cell timed out · 前面有单元超时)"
     return "failed", feedback
 
 
@@ -357,7 +367,8 @@ def _check_verdict(item, reply, must_hold: bool) -> str | None:
     if problems:
         return "; ".join(str(problem) for problem in problems)[:_FEEDBACK_LIMIT]
     if cell != hashlib.sha256(item.cell.source.encode()).hexdigest():
-        return "the code the kernel ran for this check is not the check's own"
+        return both("the code the kernel ran for this check is not the check's own",
+                    "内核为这个检查运行的代码不是检查本身的代码")
     return None
 
 
@@ -374,15 +385,16 @@ def _describe_failure(item, error, status) -> str:
     text = _ANSI.sub("", str(error or "")).strip()
     stopped = getattr(item.config, "_s09_stopped", None)
     if isinstance(error, (KernelStoppedError, OutputLimitError)):
-        return f"stopped: {text}"
+        return labelled(STOPPED, text)
     if stopped:  # the kernel was ended on purpose in an earlier cell
-        return f"not run: {stopped}"
+        return labelled(NOT_RUN, stopped)
     if isinstance(error, KernelDiedError):
-        return "the kernel died while running this cell (os._exit, exit(), a crash or no memory left)"
+        return both("the kernel died while running this cell (os._exit, exit(), a crash or no memory left)",
+                    "内核在运行这个单元时退出了（os._exit、exit()、崩溃，或内存耗尽）")
     if "Kernel dead on test start" in text:
-        return f"not run: {stopped}" if stopped else "not run: the kernel had died in an earlier cell"
+        return labelled(NOT_RUN, both("the kernel had died in an earlier cell", "内核在前面的单元里就已退出"))
     if text.startswith("Timeout of"):
-        return "timed out: " + text.split("\n", 1)[0]
+        return labelled(TIMED_OUT, text.split("\n", 1)[0])  # nbval's own words
     outputs = getattr(item, "test_outputs", None) or []
     errors = [out for out in outputs if out.get("output_type") == "error"]
     if errors:
@@ -391,13 +403,15 @@ def _describe_failure(item, error, status) -> str:
         if name == "MemoryError":
             limit = resource.getrlimit(resource.RLIMIT_AS)[0]
             if limit != resource.RLIM_INFINITY:
-                described += f" (out of memory: a process may use {limit >> 20} MiB here)"
+                described += (f" (out of memory: a process may use {limit >> 20} MiB here · "
+                              f"内存不足：这里每个进程最多可用 {limit >> 20} MiB)")
         return _limited(described)
     if status == "error":
         return HIDDEN_ERROR
     if "Cell outputs differ" in text:
         printed = "".join(out.get("text", "") for out in outputs if out.get("output_type") == "stream")
-        return _limited(f"printed something other than its pass line: {printed!r}")
+        return _limited(labelled(both("printed something other than its pass line", "打印了通过行以外的内容"),
+                                 repr(printed)))
     return _limited(text.split("\n", 1)[0] or type(error).__name__)
 
 

@@ -2,9 +2,15 @@
 
 - `student_notebook`: answers replaced by stubs that raise NotImplementedError, hidden cells
   removed, no outputs. These are the notebooks in exercises/.
+- The Chinese student notebooks, exercises/zh/exNN_name.ipynb: the English student notebook with
+  the Chinese text of its markdown cells from exercises/zh/text/exNN_name.md (the format of
+  notebooks/zh/text/, built with `bilingual`'s functions). Code cells, cell ids, answer and check
+  cells and the s09 metadata are the English notebook's (plus s09.language = "zh"), so the grader
+  grades either language's notebook the same way; checks print in both languages.
 - `selfcheck_notebook`: the same stubs and no hidden cells, but the visible checks keep their
   saved pass lines, so a student can grade against it without the instructor's copy.
-- `write_bundle`: a student-only folder holding both kinds and neither solutions nor hidden checks.
+- `write_bundle`: a student-only folder holding both kinds, in both languages, and neither
+  solutions nor hidden checks.
 - `refresh`: run the instructor sources top to bottom and save them with outputs (the pristine
   copies the grader compares against).
 """
@@ -17,6 +23,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from .. import bilingual
 from .source import (
     ANSWER,
     BEGIN_SOLUTION,
@@ -33,20 +40,32 @@ from .source import (
     notebook_json,
 )
 
-STUB = 'raise NotImplementedError("replace this line with your answer")'
+STUB = 'raise NotImplementedError("replace this line with your answer · 把这一行换成你的答案")'
 SELFCHECK_FOLDER = "selfcheck"
+CHINESE_FOLDER = "zh"  # the Chinese student notebooks, beside the English ones
+TEXT_FOLDER = "text"  # exercises/zh/text: the Chinese text of their markdown cells
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 BUNDLE_README = """\
-# s09 exercises
+# s09 exercises · s09 练习
 
-Work in the exercise notebooks (exNN_*.ipynb): write your code in the cells under "Your answer"
-and run the notebook; every check prints one "passed" line or explains what went wrong.
+Work in the exercise notebooks (exNN_*.ipynb; in Chinese: zh/exNN_*.ipynb): write your code in
+the cells under "Your answer" and run the notebook; every check prints one "passed" line or
+explains what went wrong.
 
 Self-check (the visible checks only, graded the way the grader does it):
 
     python -m s09_jsonl_transcript.grading grade ex01_last_turn_replay.ipynb --source selfcheck
 
 The folder selfcheck/ holds the checks' expected outputs; leave it as it is.
+
+中文练习在 zh/ 文件夹里（文件名和英文版相同）。在"你的答案"下面的单元里写代码，然后从头到尾运行
+笔记本；每个检查要么打印一行"通过"，要么说明哪里出了错。
+
+自检（只跑可见检查，评分方式和评分程序完全一样）：
+
+    python -m s09_jsonl_transcript.grading grade zh/ex01_last_turn_replay.ipynb --source selfcheck
+
+selfcheck/ 文件夹存放检查的预期输出，两种语言共用；请不要改动它。
 """
 
 
@@ -120,20 +139,102 @@ def selfcheck_notebook(source: ExerciseSource) -> nbformat.NotebookNode:
     return _notebook(source, _public_cells(source), kind=KIND_SELFCHECK)
 
 
-def release(source_folder, out_folder) -> list:
-    """Write the student notebook of every exercise in source_folder to out_folder; return the paths."""
+# --------------------------------------------------------------------------- the Chinese notebooks
+
+
+def text_folder_of(source_folder) -> Path:
+    """Where the Chinese text of the exercises lives: exercises/zh/text beside exercises/instructor."""
+    return Path(source_folder).parent / CHINESE_FOLDER / TEXT_FOLDER
+
+
+def translation_pair(name: str, out_folder, text_folder) -> bilingual.Pair:
+    """One exercise in both languages: out/<name>.ipynb, out/zh/<name>.ipynb and the Chinese text."""
     out_folder = Path(out_folder)
-    out_folder.mkdir(parents=True, exist_ok=True)
+    return bilingual.Pair(name, out_folder / f"{name}.ipynb", out_folder / CHINESE_FOLDER / f"{name}.ipynb",
+                          Path(text_folder) / f"{name}.md", language_cell=False)
+
+
+_TEXT_HEADER = ("<!-- The Chinese text of exercises/zh/{name}.ipynb: one section per markdown cell of "
+                "exercises/{name}.ipynb (written by `python -m s09_jsonl_transcript.grading release`; "
+                "see s09_jsonl_transcript/grading/release.py). -->\n")
+
+
+def _exercise_header(pair: bilingual.Pair) -> None:
+    """bilingual writes the notebooks' header line; an exercise's text file names the exercise instead.
+
+    read_text ignores everything before the first section, so only this line changes.
+    """
+    lines = pair.text.read_text(encoding="utf-8").split("\n", 1)
+    pair.text.write_text(_TEXT_HEADER.format(name=pair.name) + lines[1], encoding="utf-8")
+
+
+def extract_text(pair: bilingual.Pair) -> list:
+    """Bring the exercise's Chinese text up to date with its English notebook; the cell ids that need work."""
+    work = bilingual.extract(pair)
+    _exercise_header(pair)
+    return work
+
+
+def accept_text(pair: bilingual.Pair) -> tuple:
+    """Mark the translated sections done (see bilingual.accept): (ids accepted, ids still todo)."""
+    accepted, left = bilingual.accept(pair)
+    _exercise_header(pair)
+    return accepted, left
+
+
+def chinese_json(pair: bilingual.Pair) -> str:
+    """The Chinese student notebook's file contents, from the English one on disk and the Chinese text."""
+    try:
+        return notebook_json(bilingual.chinese_notebook(pair))
+    except ValueError as error:  # a markdown cell without a section
+        raise SourceError(f"{error}; run `python -m s09_jsonl_transcript.grading release`, then translate") from None
+
+
+def translation_problems(source_folder, out_folder=None, text_folder=None) -> list:
+    """Every way the two languages of the released exercises disagree (todo or stale text, stale notebook)."""
+    out_folder = Path(out_folder or Path(source_folder).parent)
+    text_folder = text_folder or text_folder_of(source_folder)
+    found, names = [], set()
+    for source in load_sources(source_folder).values():
+        pair = translation_pair(source.path.stem, out_folder, text_folder)
+        found += [f"{pair.name}: {problem}" for problem in bilingual.problems(pair)]
+        names.add(pair.name)
+    found += [f"{path}: a Chinese text for no exercise" for path in sorted(Path(text_folder).glob("*.md"))
+              if path.stem not in names]
+    return found
+
+
+# --------------------------------------------------------------------------- release
+
+
+def release(source_folder, out_folder, *, text_folder=None, extract: bool | None = None) -> list:
+    """Write the student notebooks of every exercise in source_folder, both languages; return the paths.
+
+    The English ones go to out_folder, the Chinese ones to out_folder/zh, built from the Chinese
+    text in text_folder (default: exercises/zh/text beside the sources). With extract, that text is
+    first brought up to date (new or changed English cells become todo sections); by default only
+    when out_folder is the folder above the sources (exercises/), never for a release elsewhere.
+    """
+    out_folder = Path(out_folder)
+    text_folder = Path(text_folder or text_folder_of(source_folder))
+    if extract is None:
+        extract = out_folder.resolve() == Path(source_folder).resolve().parent
+    (out_folder / CHINESE_FOLDER).mkdir(parents=True, exist_ok=True)
     written = []
     for source in load_sources(source_folder).values():
         path = out_folder / source.path.name
         path.write_text(notebook_json(student_notebook(source)), encoding="utf-8")
         written.append(path)
+        pair = translation_pair(source.path.stem, out_folder, text_folder)
+        if extract:
+            extract_text(pair)
+        pair.chinese.write_text(chinese_json(pair), encoding="utf-8")
+        written.append(pair.chinese)
     return written
 
 
 def write_bundle(source_folder, bundle_folder) -> list:
-    """Write a student-only bundle: the student notebooks, selfcheck/ copies and a short README."""
+    """Write a student-only bundle: the student notebooks in both languages, selfcheck/ copies and a README."""
     bundle_folder = Path(bundle_folder)
     written = release(source_folder, bundle_folder)
     selfcheck = bundle_folder / SELFCHECK_FOLDER
@@ -147,14 +248,30 @@ def write_bundle(source_folder, bundle_folder) -> list:
     return written + [readme]
 
 
-def stale_notebooks(source_folder, out_folder) -> list:
-    """Names of student notebooks in out_folder that differ from what release would write."""
+def stale_notebooks(source_folder, out_folder, text_folder=None) -> list:
+    """Student notebooks in out_folder (exNN_name.ipynb, zh/exNN_name.ipynb) that differ from what release writes.
+
+    Writes nothing: the Chinese notebook is compared with the one built from the English notebook
+    release would write and the Chinese text as it is.
+    """
+    out_folder = Path(out_folder)
+    text_folder = text_folder or text_folder_of(source_folder)
     stale = []
-    for source in load_sources(source_folder).values():
-        path = Path(out_folder) / source.path.name
-        expected = notebook_json(student_notebook(source))
-        if not path.exists() or path.read_text(encoding="utf-8") != expected:
-            stale.append(path.name)
+    with tempfile.TemporaryDirectory(prefix="s09-release-") as scratch:
+        for source in load_sources(source_folder).values():
+            expected = notebook_json(student_notebook(source))
+            path = out_folder / source.path.name
+            if not path.exists() or path.read_text(encoding="utf-8") != expected:
+                stale.append(path.name)
+            built = translation_pair(source.path.stem, scratch, text_folder)  # the same relative paths
+            built.english.write_text(expected, encoding="utf-8")
+            chinese = out_folder / CHINESE_FOLDER / source.path.name
+            try:
+                expected_chinese = chinese_json(built)
+            except SourceError:
+                expected_chinese = None
+            if not chinese.exists() or chinese.read_text(encoding="utf-8") != expected_chinese:
+                stale.append(f"{CHINESE_FOLDER}/{source.path.name}")
     return stale
 
 

@@ -13,7 +13,10 @@ import hashlib
 import json
 import re
 import sys
+import unicodedata
 from pathlib import Path
+
+from .words import HIDDEN, SELF_CHECK, STATUS, TOTAL, UNKNOWN_EXERCISE, both, labelled
 
 CSV_COLUMNS = ["submission", "exercise", "status", "score", "max_score", "reason"]
 FORMATS = ("json", "gradescope")
@@ -84,7 +87,7 @@ def gradescope_results(report: dict) -> dict:
     """
     summary = [f"{report['submission']}: {report['score']}/{report['max_score']}"]
     if report.get("reason"):
-        summary.append(f"{report['status']}: {report['reason']}")
+        summary.append(labelled(status_label(report["status"]), report["reason"]))
     if report.get("sandbox"):
         summary.append(report["sandbox"])
     return {
@@ -140,35 +143,60 @@ def write_class_csv(reports: list, path) -> Path:
     return path
 
 
+def status_label(status: str) -> str:
+    """A report's status ("graded", "rejected", "error") in words, in both languages."""
+    return STATUS.get(status, status)
+
+
 def format_report(report: dict) -> str:
-    """One submission's result: a line per check with its feedback, then the total."""
-    kind = ", self-check: visible checks only" if report["source"] == "selfcheck" else ""
-    lines = [f"{report['submission']}  ({report['exercise'] or 'unknown exercise'}{kind})"]
+    """One submission's result: a line per check with its feedback, then the total (words in both languages)."""
+    kind = f", {SELF_CHECK}" if report["source"] == "selfcheck" else ""
+    lines = [f"{report['submission']}  ({report['exercise'] or UNKNOWN_EXERCISE}{kind})"]
     if report["reason"]:
-        lines.append(f"  {report['status']}: {report['reason']}")
+        lines.append(f"  {labelled(status_label(report['status']), report['reason'])}")
     if (report.get("sandbox") or "").startswith("unsandboxed"):
         lines.append(f"  {report['sandbox']}")
     if report["status"] == "graded":
+        hidden_mark = f" ({HIDDEN})"
         for check in report["checks"]:
-            hidden = " (hidden)" if check["visibility"] == "hidden" else ""
+            hidden = hidden_mark if check["visibility"] == "hidden" else ""
             score = f"{check['score']}/{check['max_score']}"
-            lines.append(f"  {check['name']:<8} {score}{hidden:<9} {_one_line(check['feedback'])}")
-    lines.append(f"  total {report['score']}/{report['max_score']}")
+            feedback = _one_line(check["feedback"], FEEDBACK_WIDTH)
+            lines.append(f"  {check['name']:<8} {score}{_padded(hidden, _width(hidden_mark))} {feedback}")
+    total = f"{report['score']}/{report['max_score']}"
+    lines.append(f"  {labelled(TOTAL, total)}")
     return "\n".join(lines)
+
+
+CLASS_HEADER = (both("submission", "提交"), both("exercise", "练习"), both("score", "得分"))
 
 
 def format_class(reports: list) -> str:
     """A table of a batch: one line per submission."""
-    width = max([len(report["submission"]) for report in reports] + [10])
-    lines = [f"{'submission':<{width}}  exercise  score"]
+    submission, exercise, score = CLASS_HEADER
+    width = max([len(report["submission"]) for report in reports] + [len(submission)])
+    lines = [f"{submission:<{width}}  {exercise}  {score}"]
     for report in reports:
-        note = f"  [{report['status']}: {_one_line(report['reason'])}]" if report["reason"] else ""
-        lines.append(f"{report['submission']:<{width}}  {report['exercise'] or '-':<8}  "
+        reason = report["reason"]
+        note = f"  [{labelled(status_label(report['status']), _one_line(reason))}]" if reason else ""
+        lines.append(f"{report['submission']:<{width}}  {report['exercise'] or '-':<{len(exercise)}}  "
                      f"{report['score']:>3}/{report['max_score']:<3}{note}")
     return "\n".join(lines)
 
 
-def _one_line(text: str, limit: int = 110) -> str:
+def _width(text: str) -> int:
+    """Columns text takes on a terminal: Chinese characters take two."""
+    return sum(2 if unicodedata.east_asian_width(character) in "WF" else 1 for character in text)
+
+
+def _padded(text: str, width: int) -> str:
+    return text + " " * max(0, width - _width(text))
+
+
+FEEDBACK_WIDTH = 600  # a check's feedback holds both languages: keep the Chinese half on the screen too
+
+
+def _one_line(text: str, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

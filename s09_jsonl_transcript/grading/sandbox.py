@@ -31,6 +31,8 @@ from pathlib import Path
 
 import psutil
 
+from .words import both, labelled
+
 AUTO, REQUIRED, OFF = "auto", "required", "off"
 MODES = (AUTO, REQUIRED, OFF)
 SANDBOX_ROOT = "/tmp/grading"  # the grading folder inside the sandbox
@@ -59,9 +61,17 @@ class Limits:
     output_bytes: int = 1 << 20  # what the notebook may print, in all (enforced by the guard and the probe)
 
     def describe(self) -> str:
-        return (f"{self.memory_bytes >> 20} MiB of address space per process, {self.tasks} tasks (threads and "
-                f"processes), files up to {self.file_bytes >> 20} MiB, {self.tmp_bytes >> 20} MiB in /tmp, "
-                f"{self.output_bytes >> 10} KiB of printed output")
+        """The limits in words, in both languages."""
+        memory, files, tmp, output = (self.memory_bytes >> 20, self.file_bytes >> 20, self.tmp_bytes >> 20,
+                                      self.output_bytes >> 10)
+        return both(f"{memory} MiB of address space per process, {self.tasks} tasks (threads and processes), files "
+                    f"up to {files} MiB, {tmp} MiB in /tmp, {output} KiB of printed output",
+                    f"每个进程 {memory} MiB 地址空间，{self.tasks} 个任务（线程和进程），文件最大 {files} MiB，"
+                    f"/tmp 共 {tmp} MiB，打印输出共 {output} KiB")
+
+
+SANDBOXED = both("sandboxed with bubblewrap", "在 bubblewrap 沙箱中运行")
+UNSANDBOXED = both("unsandboxed", "未使用沙箱")
 
 
 @dataclass(frozen=True)
@@ -82,37 +92,43 @@ def status(mode: str = AUTO) -> Status:
     if mode not in MODES:
         raise ValueError(f"sandbox mode must be one of {', '.join(MODES)}")
     if mode == OFF:
-        return Status(False, "unsandboxed: --sandbox off was given")
+        return Status(False, labelled(UNSANDBOXED, both("--sandbox off was given", "指定了 --sandbox off")))
     problem = _probe()
     if problem is None:
-        return Status(True, "sandboxed with bubblewrap: " + Limits().describe())
+        return Status(True, labelled(SANDBOXED, Limits().describe()))
+    english, chinese = problem
     if mode == REQUIRED:
-        raise SandboxUnavailable(f"--sandbox required, but {problem}")
-    return Status(False, f"unsandboxed: {problem}; the kernel runs as the grader's own user and can reach "
-                         "everything that user can")
+        raise SandboxUnavailable(both(f"--sandbox required, but {english}", f"指定了 --sandbox required，但{chinese}"))
+    return Status(False, labelled(UNSANDBOXED, both(
+        f"{english}; the kernel runs as the grader's own user and can reach everything that user can",
+        f"{chinese}；内核以评分程序自己的用户身份运行，这个用户能访问的一切它都能访问")))
 
 
 @functools.lru_cache(maxsize=None)
-def _probe() -> str | None:
-    """None when a trivial command runs in the sandbox, else why it does not."""
+def _probe() -> tuple | None:
+    """None when a trivial command runs in the sandbox, else why it does not (in English, in Chinese)."""
     if os.name != "posix" or not sys.platform.startswith("linux"):
-        return "bubblewrap needs Linux"
+        return "bubblewrap needs Linux", "bubblewrap 只能在 Linux 上运行"
     bwrap, prlimit, setpriv = _tools()
-    missing = [name for name, path in (("bwrap (Debian package bubblewrap)", bwrap), ("prlimit", prlimit),
-                                       ("setpriv", setpriv if os.geteuid() == 0 else "-")) if path is None]
+    missing = [names for names, path in ((("bwrap (Debian package bubblewrap)", "bwrap（Debian 软件包 bubblewrap）"),
+                                          bwrap), (("prlimit",) * 2, prlimit),
+                                         (("setpriv",) * 2, setpriv if os.geteuid() == 0 else "-")) if path is None]
     if missing:
-        return "not found: " + ", ".join(missing)
+        return ("not found: " + ", ".join(english for english, _ in missing),
+                "找不到 " + "、".join(chinese for _, chinese in missing))
     with _slot() as slot:
         command = build_command(["true"], scratch_files={}, slot=slot, limits=Limits())
         try:
             done = subprocess.run(command.argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT,
                                   pass_fds=command.pass_fds, **command.popen_options)
         except (OSError, subprocess.SubprocessError) as error:
-            return f"bwrap could not start ({error})"
+            return f"bwrap could not start ({error})", f"bwrap 无法启动（{error}）"
         finally:
             command.close()
     if done.returncode != 0:
-        return f"bwrap failed (exit status {done.returncode}: {done.stderr.decode(errors='replace').strip()[:200]})"
+        said = done.stderr.decode(errors="replace").strip()[:200]
+        return (f"bwrap failed (exit status {done.returncode}: {said})",
+                f"bwrap 运行失败（退出状态 {done.returncode}：{said}）")
     return None
 
 

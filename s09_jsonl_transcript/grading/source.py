@@ -11,7 +11,7 @@ An instructor source is an ordinary notebook whose cells carry an `s09` entry in
 Every other cell is locked text or setup code. The notebook's own metadata names the exercise:
 {"s09": {"exercise": "ex01", "title": "Last-turn replay"}}. In an answer cell the reference
 solution sits between `### BEGIN SOLUTION` and `### END SOLUTION` lines. A check prints exactly
-one line, `<name> passed (<points> points)`, when it passes.
+one line when it passes, in both languages: `<name> passed (<points> points) · 通过（<points> 分）`.
 
 The grader compares against a *pristine* copy: the source saved after a clean top-to-bottom run,
 so that every check cell holds its pass line as output. `load_source` refuses anything else.
@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+from .words import both, point_words
 
 METADATA_KEY = "s09"
 ANSWER, CHECK, NOTE = "answer", "check", "note"
@@ -82,8 +84,9 @@ class ExerciseSource:
 
 
 def pass_line(name: str, points: int) -> str:
-    """The one line a check prints when it passes, e.g. 'ex01.2 passed (2 points)'."""
-    return f"{name} passed ({points} {'point' if points == 1 else 'points'})"
+    """The one line a check prints when it passes, e.g. 'ex01.2 passed (2 points) · 通过（2 分）'."""
+    english, chinese = point_words(points)
+    return both(f"{name} passed ({english})", f"通过（{chinese}）")
 
 
 def cell_role(cell) -> dict:
