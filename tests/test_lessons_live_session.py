@@ -316,7 +316,7 @@ def test_a_crash_in_the_middle_of_a_stream_said_in_chinese(tmp_path, chinese):
     lines = str(crash).splitlines()
     assert lines[0].startswith("客户端收到 3 个已提交事件 [1, 2, 3] 和 3 个增量：'I read calc.py: add() returns ")
     assert lines[1] == "文件里有 3 个已提交事件 [1, 2, 3]；在文件里找到的增量：0 个"
-    assert lines[2] == "新进程读出：running：重新执行未完成的 turn 1；待回应的工具调用：['call_1']"
+    assert lines[2] == "新进程读出：running：继续未完成的 turn 1；待回应的工具调用：['call_1']"
 
 
 def test_cursors_reconnects_and_hand_overs_said_in_chinese(log, chinese):

@@ -480,7 +480,7 @@ def decision_label(decision: str) -> str:
         turns.NOTHING_TO_DO: tr("nothing to do"),
         turns.WAIT_FOR_USER: tr("wait for the user"),
         turns.COMPACT_THEN_CONTINUE: tr("compact the context, then continue with the next turn"),
-        turns.RERUN: tr("re-run the unfinished turn"),
+        turns.RERUN: tr("resume the unfinished turn"),
         turns.WAIT_FOR_RESUME: tr("wait for a resume_command"),
         turns.RETRY_OR_ABANDON: tr("offer retry or abandon"),
         turns.NEW_SESSION: tr("start a new session (expired is terminal)"),
@@ -490,7 +490,7 @@ def decision_label(decision: str) -> str:
 
 
 def status_said(status) -> str:
-    """A turns.SessionStatus as its str() says it ('running: re-run the unfinished turn 1'), in the language in use."""
+    """A turns.SessionStatus as its str() says it ('running: resume the unfinished turn 1'), in the language in use."""
     said = tr("{state}: {decision}", state=status.state, decision=decision_label(status.decision))
     if status.open_turn is not None and status.state == RUNNING:
         said += f" {status.open_turn}"
