@@ -237,7 +237,7 @@ def problems(pair: Pair) -> list[str]:
         elif en_cell.cell_type == "code":
             if zh_cell.source != en_cell.source.replace(LANGUAGE_LINE["en"], LANGUAGE_LINE["zh"]):
                 found.append(f"{where}: the code differs between the languages")
-            elif sorted(numbers_in(en_cell)) != sorted(numbers_in(zh_cell)):
+            elif not output_ignored(en_cell) and sorted(numbers_in(en_cell)) != sorted(numbers_in(zh_cell)):
                 found.append(f"{where}: the outputs hold different numbers "
                              f"(en {sorted(numbers_in(en_cell))[:8]}..., zh {sorted(numbers_in(zh_cell))[:8]}...)")
     first_code = next((c for c in english.cells if c.cell_type == "code"), None)
@@ -251,6 +251,12 @@ def orphans(folder: Path = NOTEBOOKS) -> list[str]:
     english = {path.stem for path in (folder / "en").glob("*.ipynb")}
     chinese = list((folder / "zh").glob("*.ipynb")) + list((folder / "zh" / "text").glob("*.md"))
     return sorted(str(path.relative_to(folder)) for path in chinese if path.stem not in english)
+
+
+def output_ignored(cell) -> bool:
+    """True when nbval does not compare the cell's output (timings, say): its numbers change from run to run."""
+    marked = any(line.strip() == "# NBVAL_IGNORE_OUTPUT" for line in cell.source.splitlines())
+    return marked or "nbval-ignore-output" in cell.get("metadata", {}).get("tags", [])
 
 
 def numbers_in(cell) -> list[str]:

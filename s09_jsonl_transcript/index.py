@@ -14,6 +14,9 @@ the writer) with a busy timeout (a writer waits that long for another, then give
 
 Transcripts live where JSONLTranscript.for_session puts them: ROOT/projects/<workspace>/<session>.jsonl.
 The index defaults to ROOT/index.sqlite3, the user's titles to ROOT/user-titles.sqlite3.
+
+What format_sessions, format_hits and a SyncReport say is in the language in use (i18n.use; the
+Chinese is in locale/zh/index.json); the reasons inside them (an exception's message) stay English.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import i18n
 from .code import TYPE_AI_TITLE, TYPE_MESSAGE, JSONLTranscript, TranscriptCorruptionError
 
 INDEX_SCHEMA_VERSION = 2  # 2: renamed titles moved out of the index into the user's own database
@@ -36,6 +40,8 @@ DEFAULT_SEARCH_LIMIT = 50
 CANDIDATES_PER_RESULT = 4  # full-text candidates fetched per result wanted, page by page (seed 003)
 SOURCE_INDEX = "index"
 SOURCE_SCAN = "jsonl scan"
+
+tr = i18n.translator("index")
 
 _SCHEMA = f"""
 CREATE TABLE sessions (
@@ -245,10 +251,11 @@ class SyncReport:
     rebuilt_because: str | None = None  # set when the database was discarded and built anew
 
     def __str__(self):
-        lines = [f"{len(self.added)} added, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
-                 f"{len(self.removed)} removed, {len(self.damaged)} damaged"]
+        lines = [tr("{added} added, {updated} updated, {unchanged} unchanged, {removed} removed, {damaged} damaged",
+                    added=len(self.added), updated=len(self.updated), unchanged=len(self.unchanged),
+                    removed=len(self.removed), damaged=len(self.damaged))]
         if self.rebuilt_because:
-            lines.insert(0, f"index rebuilt from scratch: {self.rebuilt_because}")
+            lines.insert(0, tr("index rebuilt from scratch: {reason}", reason=self.rebuilt_because))
         return "\n".join(lines)
 
 
@@ -480,25 +487,30 @@ class TranscriptIndex:
 
 def format_sessions(answer: Answer) -> str:
     """The session list as aligned text, with a note when it came from a scan."""
-    lines = [] if answer.source == SOURCE_INDEX else [f"(index not used: {answer.fallback_reason}; scanned the JSONL)"]
+    lines = [] if answer.source == SOURCE_INDEX else [_not_used(answer)]
     if answer.titles_problem:
-        lines.append(f"(your renamed titles are not shown: {answer.titles_problem})")
+        lines.append(tr("(your renamed titles are not shown: {problem})", problem=answer.titles_problem))
     for row in answer.rows:
-        detail = f"DAMAGED: {row.problem}" if row.problem else f"{row.event_count} events, updated {row.updated_at}"
-        lines.append(f"{row.workspace}/{row.session_id}  {row.title or '(untitled)'}  [{detail}]")
-    return "\n".join(lines) if lines else "no sessions"
+        detail = (tr("DAMAGED: {problem}", problem=row.problem) if row.problem else
+                  tr("{count} events, updated {at}", count=row.event_count, at=row.updated_at))
+        lines.append(f"{row.workspace}/{row.session_id}  {row.title or tr('(untitled)')}  [{detail}]")
+    return "\n".join(lines) if lines else tr("no sessions")
+
+
+def _not_used(answer: Answer) -> str:
+    return tr("(index not used: {reason}; scanned the JSONL)", reason=answer.fallback_reason)
 
 
 def format_hits(answer: Answer) -> str:
     """Search hits, one per line, with a note when they came from a scan."""
-    lines = [] if answer.source == SOURCE_INDEX else [f"(index not used: {answer.fallback_reason}; scanned the JSONL)"]
+    lines = [] if answer.source == SOURCE_INDEX else [_not_used(answer)]
     for hit in answer.rows:
         snippet = " ".join(hit.text.split())
         lines.append(f"{hit.workspace}/{hit.session_id} #{hit.sequence} {hit.role}: "
                      f"{snippet[:100]}{'...' if len(snippet) > 100 else ''}")
     if answer.more:
-        lines.append(f"(more hits than the limit of {len(answer.rows)})")
-    return "\n".join(lines) if lines else "no hits"
+        lines.append(tr("(more hits than the limit of {limit})", limit=len(answer.rows)))
+    return "\n".join(lines) if lines else tr("no hits")
 
 
 def main(argv=None) -> int:

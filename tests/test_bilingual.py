@@ -103,6 +103,23 @@ def test_outputs_with_different_numbers_are_caught(translated):
                                     "zh ['12', '6']...)"]
 
 
+def test_numbers_are_not_compared_where_nbval_ignores_the_output(translated):
+    """A timing cell (# NBVAL_IGNORE_OUTPUT) prints other numbers on every run, in either language."""
+    outputs = {translated.english: "append: 412.5 us\n", translated.chinese: "append：388.1 微秒\n"}
+    for path, printed in outputs.items():
+        notebook = nbformat.read(path, as_version=4)
+        notebook.cells[3].source = "# NBVAL_IGNORE_OUTPUT\n" + notebook.cells[3].source
+        notebook.cells[3].outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+        nbformat.write(notebook, path)
+    assert problems(translated) == []
+    for path in outputs:  # the same cell without the marker: the numbers are compared again
+        notebook = nbformat.read(path, as_version=4)
+        notebook.cells[3].source = notebook.cells[3].source.removeprefix("# NBVAL_IGNORE_OUTPUT\n")
+        nbformat.write(notebook, path)
+    assert problems(translated) == ["cell count: the outputs hold different numbers (en ['412.5']..., "
+                                    "zh ['388.1']...)"]
+
+
 def test_numbers_are_read_from_text_and_html_outputs_in_any_order():
     cell = nbformat.v4.new_code_cell("x", id="x")
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="lines: 1,204 and 3.5\n"),

@@ -1,5 +1,6 @@
 """Notebook 7's helpers and the saved notebook: the measurement and its sanity check, the recovery
-plans after a crash inside a turn, the crash lab pressed like a student would, and what was saved."""
+plans after a crash inside a turn, the crash lab pressed like a student would, and what was saved
+(in both languages: notebooks/en and notebooks/zh, each against the module's text in that language)."""
 
 import json
 import math
@@ -21,6 +22,7 @@ from jupyter_client import KernelManager  # noqa: E402
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
+from s09_jsonl_transcript import i18n  # noqa: E402
 from s09_jsonl_transcript.code import JSONLTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import production  # noqa: E402
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
@@ -31,13 +33,16 @@ from s09_jsonl_transcript.turns import (  # noqa: E402
     STATES,
     TRANSITIONS,
     TURNS_SCRIPT,
+    audit,
     command_event,
     session_status,
     turn_end_event,
     turn_start_event,
 )
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "en" / "07_lesson_to_production.ipynb"
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOK_NAME = "07_lesson_to_production.ipynb"
+LANGUAGES = ("en", "zh")
 HTML_TAG = re.compile(r"</?(div|table|thead|tbody|tr|td|th|span|b|i|p|br|em|strong|code|pre|ul|li|a)\b[^>]*>",
                       re.IGNORECASE)
 
@@ -292,6 +297,13 @@ def test_the_transition_and_departure_tables_show_the_library_rows_in_order():
         assert all(escape(row[key]) in departures for key in ("topic", "design", "kit", "why"))
 
 
+def test_every_departure_text_has_its_translation_and_no_other():
+    """departure_texts lists each text of turns.DEPARTURES once: a row changed there must be translated here too."""
+    texts = {row[key] for row in DEPARTURES for key in ("topic", "design", "kit", "why")}
+    said = production.departure_texts()
+    assert set(said) == texts and all(said[text] == text for text in texts)  # English: the library's own words
+
+
 # ---------------------------------------------------------------------- the crash lab, pressed as a student would
 
 ORDER = [7, 7, 6, 0, 35, 19, 32, 15, 7]  # the same point twice, then back and forth
@@ -328,8 +340,16 @@ def test_a_real_crash_gets_the_plan_of_its_folded_prefix(tmp_path, count):
 # --------------------------------------------------------------------------- the saved notebook
 
 
-def saved():
-    return json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+@pytest.fixture(params=LANGUAGES)
+def language(request):
+    """The language of the saved notebook a test reads; the module speaks it too. English again afterwards."""
+    i18n.use(request.param)
+    yield request.param
+    i18n.use("en")
+
+
+def saved(language):
+    return json.loads((NOTEBOOKS / language / NOTEBOOK_NAME).read_text(encoding="utf-8"))
 
 
 def code_cells(notebook):
@@ -345,8 +365,8 @@ def text_outputs(cell):
             yield "".join(output["data"]["text/plain"])
 
 
-def test_no_output_prints_raw_html_as_text():
-    for number, cell in enumerate(code_cells(saved()), start=1):
+def test_no_output_prints_raw_html_as_text(language):
+    for number, cell in enumerate(code_cells(saved(language)), start=1):
         for text in text_outputs(cell):
             assert not HTML_TAG.search(text), f"code cell {number} prints HTML markup as text: {text[:120]!r}"
 
@@ -356,10 +376,11 @@ def widget_states(notebook):
     return {model_id: model["state"] for model_id, model in states.items()}
 
 
-def test_the_saved_widget_agrees_with_the_output_it_produced():
-    notebook = saved()
+def test_the_saved_widget_agrees_with_the_output_it_produced(language):
+    notebook = saved(language)
     states = widget_states(notebook)
-    slider = next(s for s in states.values() if s.get("description") == "crash after")
+    label = production.CrashLab().point.description  # "crash after", in the notebook's language
+    slider = next(s for s in states.values() if s.get("description") == label)
     result = next(s for s in states.values() if RESULT_CLASS in s.get("_dom_classes", []))
     point = slider["value"]
     plan = production.recovery_plan(prefix(point))
@@ -377,19 +398,21 @@ def test_the_saved_widget_agrees_with_the_output_it_produced():
     assert "".join(text_outputs(summary)).strip() == production.crash_text(1, point, plan)
 
 
-def test_the_saved_sanity_check_passed_and_no_cell_cleans_up():
-    cells = code_cells(saved())
+def test_the_saved_sanity_check_passed_and_no_cell_cleans_up(language):
+    cells = code_cells(saved(language))
     check = next(cell for cell in cells if "library_vs_bare" in "".join(cell["source"]))
     assert "NBVAL_IGNORE_OUTPUT" not in "".join(check["source"])  # compared by nbval on every run
-    assert "within noise, the measurement is sound" in "".join(text_outputs(check))
+    limit = production.library_vs_bare(paired([2.0] * 60, [1.0] * 60)).limit  # 60 rounds, as the notebook runs
+    sound = production.LibraryVsBare(60, 0, limit)
+    assert sound.ok and "".join(text_outputs(check)).strip() == str(sound)
     assert not any("cleanup(" in "".join(cell["source"]) for cell in cells)
 
 
-def test_the_saved_read_model_keeps_the_renamed_title_through_a_rebuild():
-    cells = code_cells(saved())
+def test_the_saved_read_model_keeps_the_renamed_title_through_a_rebuild(language):
+    cells = code_cells(saved(language))
     rebuilt = next(cell for cell in cells if "index.db_path.unlink()" in "".join(cell["source"]))
     shown = "".join(text_outputs(rebuilt))
-    assert "renamed title survived: True" in shown and "every row is the same as before the delete: True" in shown
+    assert shown.rstrip().endswith(production.rebuild_text(same_rows=True, title_survived=True))
     assert "notes/chat  Why append-only?" in shown  # the JSONL scan shows it too, before the sync
 
 
@@ -408,10 +431,11 @@ class ThisEnvironment(KernelSpecManager):
                                       **ipykernel.kernelspec.get_kernel_dict())
 
 
-def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops():
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops(language):
+    path = NOTEBOOKS / language / NOTEBOOK_NAME
+    notebook = nbformat.read(path, as_version=4)
     kernel = KernelManager(kernel_name="this-environment", kernel_spec_manager=ThisEnvironment())
-    client = NotebookClient(notebook, km=kernel, timeout=120, resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client = NotebookClient(notebook, km=kernel, timeout=120, resources={"metadata": {"path": str(path.parent)}})
     with client.setup_kernel():
         for index, cell in enumerate(list(notebook.cells)):
             if cell.cell_type == "code":
@@ -422,9 +446,12 @@ def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops
         first = [dict(output) for output in audit_cell.outputs]
         client.execute_cell(audit_cell, notebook.cells.index(audit_cell))  # run it again after Run All
         assert [dict(output) for output in audit_cell.outputs] == first
-        assert "6 turns ended" in run_cell(client, notebook, audit_cell.source)
-        assert run_cell(client, notebook, "lab.point.value = 6\nlab.button.click()\nprint(lab.summary)").startswith(
-            "crash 2: killed after 6 events")
+        written = JSONLTranscript(folder / "root" / "projects" / "calc" / "with-turns.jsonl").read_events()
+        expected = production.audit_text(audit(written))  # in the notebook's language
+        assert expected.startswith(("6 turns ended", "共结束 6 个 turn"))
+        assert run_cell(client, notebook, audit_cell.source).strip() == expected
+        second = run_cell(client, notebook, "lab.point.value = 6\nlab.button.click()\nprint(lab.summary)")
+        assert second.strip() == production.crash_text(2, 6, production.recovery_plan(prefix(6)))
     if kernel.is_alive():
         kernel.shutdown_kernel()  # a polite shutdown: the kernel exits as it does when a student stops it
     assert not folder.exists(), "the notebook's folder outlived its kernel"

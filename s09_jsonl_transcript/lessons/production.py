@@ -7,6 +7,10 @@ next to a plot are computed from the same samples. The crash lab kills a real wr
 a chosen number of events of turns.TURNS_SCRIPT and asks what a new process must do: the turn
 state comes from turns.session_status; what to do about the tools of an unfinished turn comes from
 recovery_plan, which never repeats a tool that changed the world without an idempotency key.
+
+Every sentence, label and plot text a student sees is in the language in use (i18n.use); the
+Chinese is in locale/zh/production.json. Event types, states, tool names and the library's
+messages (an anomaly, an exception) stay as they are.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 import ipywidgets as widgets
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .. import bench
+from .. import bench, i18n
 from ..code import (
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
@@ -54,7 +58,11 @@ from ..turns import (
     trigger_of,
 )
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
+from .growth import display_width, pad
+from .live_session import decision_label
 from .style import OKABE_ITO
+
+tr = i18n.translator("production")
 
 # --------------------------------------------------------------------------- measuring
 
@@ -174,12 +182,14 @@ class LibraryVsBare:
 
     def __str__(self):
         if self.limit > self.rounds:
-            return f"with {self.rounds} rounds no count is beyond noise at 1 in 1000: the check cannot tell"
+            return tr("with {rounds} rounds no count is beyond noise at 1 in 1000: the check cannot tell",
+                      rounds=self.rounds)
         if self.ok:
-            return (f"append came out faster than the bare os.write + fsync in fewer than {self.limit} of "
-                    f"{self.rounds} rounds: within noise, the measurement is sound")
-        return (f"append was faster than the bare os.write + fsync in {self.faster_rounds} of {self.rounds} rounds, "
-                f"beyond noise (fewer than {self.limit} expected): the measurement is broken, not the library")
+            return tr("append came out faster than the bare os.write + fsync in fewer than {limit} of "
+                      "{rounds} rounds: within noise, the measurement is sound", limit=self.limit, rounds=self.rounds)
+        return tr("append was faster than the bare os.write + fsync in {faster} of {rounds} rounds, "
+                  "beyond noise (fewer than {limit} expected): the measurement is broken, not the library",
+                  faster=self.faster_rounds, rounds=self.rounds, limit=self.limit)
 
 
 def library_vs_bare(samples: dict[str, list[float]], library: str = "append", bare: str = "bare",
@@ -211,18 +221,19 @@ def _box(axes, data: dict, colours: list, ylabel: str, title: str) -> None:
         axes.annotate(f"{statistics.median(samples):,.0f}", (position, max(samples)), textcoords="offset points",
                       xytext=(0, 4), ha="center")
     axes.set_yscale("log")
-    axes.set_ylabel(f"{ylabel} (log scale)")
+    axes.set_ylabel(tr("{label} (log scale)", label=ylabel))
     axes.set_title(title)
 
 
 def draw_fsync_cost(axes, samples: dict) -> None:
     """Boxes on axes: microseconds per event for os.write alone, os.write + fsync, and the library's append."""
     micro = {name: [s * 1e6 for s in samples[name]] for name in ("write_only", "bare", "append")}
-    _box(axes, {"os.write, no fsync\n(not durable)": micro["write_only"],
-                "os.write + fsync\n(same bytes, no library)": micro["bare"],
-                "append\n(the library)": micro["append"]},
-         [OKABE_ITO["grey"], OKABE_ITO["sky"], OKABE_ITO["blue"]], "microseconds per event",
-         f"One event made durable: {len(micro['append'])} rounds\n(line: median, box: middle half, whiskers: all)")
+    _box(axes, {tr("os.write, no fsync\n(not durable)"): micro["write_only"],
+                tr("os.write + fsync\n(same bytes, no library)"): micro["bare"],
+                tr("append\n(the library)"): micro["append"]},
+         [OKABE_ITO["grey"], OKABE_ITO["sky"], OKABE_ITO["blue"]], tr("microseconds per event"),
+         tr("One event made durable: {rounds} rounds\n(line: median, box: middle half, whiskers: all)",
+            rounds=len(micro["append"])))
 
 
 def draw_pairs(axes, samples: dict, library: str = "append", bare: str = "bare") -> None:
@@ -230,9 +241,9 @@ def draw_pairs(axes, samples: dict, library: str = "append", bare: str = "bare")
     xs, ys = [s * 1e6 for s in samples[bare]], [s * 1e6 for s in samples[library]]
     longer = sum(y > x for x, y in zip(xs, ys))
     axes.scatter(xs, ys, s=14, color=OKABE_ITO["blue"],
-                 label=f"one round: append took longer in {longer} of {len(xs)}")
+                 label=tr("one round: append took longer in {longer} of {rounds}", longer=longer, rounds=len(xs)))
     low, high = min(xs + ys) / 1.5, max(xs + ys) * 1.5
-    axes.plot([low, high], [low, high], linestyle="--", color=OKABE_ITO["grey"], label="the same time")
+    axes.plot([low, high], [low, high], linestyle="--", color=OKABE_ITO["grey"], label=tr("the same time"))
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlim(low, high)
@@ -241,23 +252,25 @@ def draw_pairs(axes, samples: dict, library: str = "append", bare: str = "bare")
     for axis in (axes.xaxis, axes.yaxis):
         axis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:,.0f}"))
         axis.set_minor_formatter(NullFormatter())
-    axes.set_xlabel("os.write + fsync, no library (microseconds)")
-    axes.set_ylabel("append (microseconds)")
-    axes.set_title("Round by round: above the line, append took longer")
+    axes.set_xlabel(tr("os.write + fsync, no library (microseconds)"))
+    axes.set_ylabel(tr("append (microseconds)"))
+    axes.set_title(tr("Round by round: above the line, append took longer"))
     axes.legend(loc="upper left")
 
 
 def fsync_summary(samples: dict) -> str:
     """The fsync plot's numbers in words: medians, the middle half of the rounds, and the paired ratio."""
-    lines = ["microseconds per event, median [middle half of the rounds]:"]
-    for name, label in (("write_only", "os.write, no fsync"), ("bare", "os.write + fsync, no library"),
-                        ("append", "append, the library")):
+    lines = [tr("microseconds per event, median [middle half of the rounds]:")]
+    for name, label in (("write_only", tr("os.write, no fsync")), ("bare", tr("os.write + fsync, no library")),
+                        ("append", tr("append, the library"))):
         low, middle, high = (value * 1e6 for value in quartiles(samples[name]))
-        lines.append(f"  {label:<30} {middle:9,.1f}  [{low:,.1f} to {high:,.1f}]")
+        lines.append("  " + pad(label, 30) + " " + tr("{middle}  [{low} to {high}]", middle=f"{middle:9,.1f}",
+                                                         low=f"{low:,.1f}", high=f"{high:,.1f}"))
     low, middle, high = quartiles(a / b for a, b in zip(samples["append"], samples["bare"]))
-    lines.append(f"append / bare write + fsync, round by round: median {middle:.2f} [{low:.2f} to {high:.2f}]")
+    lines.append(tr("append / bare write + fsync, round by round: median {middle} [{low} to {high}]",
+                    middle=f"{middle:.2f}", low=f"{low:.2f}", high=f"{high:.2f}"))
     synced, unsynced = statistics.median(samples["bare"]), statistics.median(samples["write_only"])
-    lines.append(f"os.write + fsync / os.write alone, medians: {synced / unsynced:,.0f} times")
+    lines.append(tr("os.write + fsync / os.write alone, medians: {ratio} times", ratio=f"{synced / unsynced:,.0f}"))
     return "\n".join(lines)
 
 
@@ -278,16 +291,16 @@ def draw_batching(axes, samples: dict) -> None:
     medians = [middle for _, middle, _ in spreads]
     axes.errorbar(sizes, medians, yerr=[[m - low for (low, _, _), m in zip(spreads, medians)],
                                         [high - m for (_, _, high), m in zip(spreads, medians)]],
-                  marker="o", capsize=3, color=OKABE_ITO["blue"], label="append_batch (append for 1): median")
+                  marker="o", capsize=3, color=OKABE_ITO["blue"], label=tr("append_batch (append for 1): median"))
     axes.plot(sizes, [medians[0] * size for size in sizes], linestyle="--", color=OKABE_ITO["grey"],
-              label="in proportion: if an event cost only its share of the fsync")
+              label=tr("in proportion: if an event cost only its share of the fsync"))
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xticks(sizes, [str(size) for size in sizes])
     axes.minorticks_off()
-    axes.set_xlabel("events per append_batch (one write, one fsync)")
-    axes.set_ylabel("events per second")
-    axes.set_title("Group commit: a batch shares one fsync")
+    axes.set_xlabel(tr("events per append_batch (one write, one fsync)"))
+    axes.set_ylabel(tr("events per second"))
+    axes.set_title(tr("Group commit: a batch shares one fsync"))
     axes.legend()
 
 
@@ -295,57 +308,61 @@ def batching_summary(samples: dict) -> str:
     """Per batch size: median events per second, and how many times the rate of single appends that is."""
     rates = batch_rates(samples)
     single = statistics.median(rates[1])
-    lines = ["batch size   events per second (median)   times the rate of single appends"]
+    headers = [tr("batch size"), tr("events per second (median)"), tr("times the rate of single appends")]
+    lines = ["   ".join(headers)]
     for size, values in rates.items():
         rate = statistics.median(values)
-        lines.append(f"{size:>10}   {rate:>26,.0f}   {rate / single:>8.1f}  (in proportion: {size})")
+        cells = (pad(str(size), display_width(headers[0]), right=True),
+                 pad(f"{rate:,.0f}", display_width(headers[1]), right=True), f"{rate / single:>8.1f}")
+        lines.append("   ".join(cells) + "  " + tr("(in proportion: {size})", size=size))
     return "\n".join(lines)
 
 
 def draw_reads(axes, costs: dict) -> None:
     """Milliseconds of replay(1000) (tail read) and recover() (full read) by transcript size: median and spread."""
     counts = sorted(costs)
-    for name, marker, colour, label in (("recover", "s", OKABE_ITO["orange"], "recover(): reads every line"),
-                                        ("replay", "o", OKABE_ITO["blue"], "replay(1000): reads the tail")):
+    for name, marker, colour, label in (("recover", "s", OKABE_ITO["orange"], tr("recover(): reads every line")),
+                                        ("replay", "o", OKABE_ITO["blue"], tr("replay(1000): reads the tail"))):
         spreads = [[value * 1e3 for value in quartiles(costs[count][name])] for count in counts]
         medians = [middle for _, middle, _ in spreads]
         axes.errorbar(counts, medians, yerr=[[m - low for (low, _, _), m in zip(spreads, medians)],
                                              [high - m for (_, _, high), m in zip(spreads, medians)]],
                       marker=marker, capsize=3, color=colour, label=label)
-    axes.set_xlabel("events in the transcript")
-    axes.set_ylabel("milliseconds (median, middle half)")
-    axes.set_title("Full read against tail read")
+    axes.set_xlabel(tr("events in the transcript"))
+    axes.set_ylabel(tr("milliseconds (median, middle half)"))
+    axes.set_title(tr("Full read against tail read"))
     axes.legend()
 
 
 def reads_summary(costs: dict) -> str:
     """How much longer each read took on the largest transcript than on the smallest (medians)."""
     small, big = min(costs), max(costs)
-    lines = [f"median time on {big:,} events / on {small:,} events ({big // small} times the events):"]
-    for name, label in (("recover", "recover(), every line"), ("replay", "replay(1000), the tail")):
+    lines = [tr("median time on {big} events / on {small} events ({times} times the events):",
+                big=f"{big:,}", small=f"{small:,}", times=big // small)]
+    for name, label in (("recover", tr("recover(), every line")), ("replay", tr("replay(1000), the tail"))):
         ratio = statistics.median(costs[big][name]) / statistics.median(costs[small][name])
-        lines.append(f"  {label:<24} {ratio:6.2f} times")
+        lines.append("  " + pad(label, 24) + " " + tr("{ratio} times", ratio=f"{ratio:6.2f}"))
     return "\n".join(lines)
 
 
 def draw_jsonl_vs_sqlite(axes, samples: dict) -> None:
     """Boxes on axes: events per second of append against SQLite in WAL mode, synchronous FULL and NORMAL."""
     rates = {name: [1 / s for s in samples[name]] for name in ("append", "sqlite_FULL", "sqlite_NORMAL")}
-    _box(axes, {"JSONL append\n(fsync each)": rates["append"],
+    _box(axes, {tr("JSONL append\n(fsync each)"): rates["append"],
                 "SQLite WAL\nsynchronous=FULL": rates["sqlite_FULL"],
-                "SQLite WAL\nsynchronous=NORMAL\n(not durable)": rates["sqlite_NORMAL"]},
-         [OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["grey"]], "events per second, one per transaction",
-         "Durable JSONL appends against SQLite inserts")
+                tr("SQLite WAL\nsynchronous=NORMAL\n(not durable)"): rates["sqlite_NORMAL"]},
+         [OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["grey"]], tr("events per second, one per transaction"),
+         tr("Durable JSONL appends against SQLite inserts"))
 
 
 def sqlite_summary(samples: dict) -> str:
     """The JSONL-vs-SQLite plot's medians in events per second, and their ratios."""
     rate = {name: 1 / statistics.median(samples[name]) for name in ("append", "sqlite_FULL", "sqlite_NORMAL")}
+    rows = ((tr("JSONL append (fsync each)"), rate["append"]), ("SQLite WAL, synchronous=FULL", rate["sqlite_FULL"]),
+            ("SQLite WAL, synchronous=NORMAL", rate["sqlite_NORMAL"]))
     return "\n".join([
-        "events per second, median:",
-        f"  JSONL append (fsync each)       {rate['append']:>10,.0f}",
-        f"  SQLite WAL, synchronous=FULL    {rate['sqlite_FULL']:>10,.0f}",
-        f"  SQLite WAL, synchronous=NORMAL  {rate['sqlite_NORMAL']:>10,.0f}",
+        tr("events per second, median:"),
+        *("  " + pad(label, 30) + f"  {value:>10,.0f}" for label, value in rows),
         f"append / SQLite FULL: {rate['append'] / rate['sqlite_FULL']:.2f}; "
         f"SQLite NORMAL / SQLite FULL: {rate['sqlite_NORMAL'] / rate['sqlite_FULL']:.1f}",
     ])
@@ -378,7 +395,10 @@ SAFE_TO_REPEAT = frozenset({"read_file", "run_tests"})
 
 @dataclass(frozen=True)
 class RecoveryPlan:
-    """What a fresh process does after a crash: the turn state, and what to do about the unfinished turn's tools."""
+    """What a fresh process does after a crash: the turn state, and what to do about the unfinished turn's tools.
+
+    The action is said in the language in use when the plan is made (recovery_plan).
+    """
 
     status: SessionStatus
     action: str
@@ -388,8 +408,8 @@ class RecoveryPlan:
         return self.status.state
 
     def __str__(self):
-        anomalies = f" ({len(self.status.anomalies)} anomalies)" if self.status.anomalies else ""
-        return f"{self.state}: {self.action}{anomalies}"
+        anomalies = tr(" ({count} anomalies)", count=len(self.status.anomalies)) if self.status.anomalies else ""
+        return tr("{state}: {action}", state=self.state, action=self.action) + anomalies
 
 
 @dataclass(frozen=True)
@@ -416,11 +436,11 @@ def _answer_pending(call: dict, turn: _OpenTurn) -> str:
     """What to do about one call with no result, by the tool rule (and the tool_timeout, if one is recorded)."""
     what = f"{call['name']} ({call['callId']})"
     if call["callId"] in turn.tool_timeouts:
-        return f"{what} timed out (its tool_timeout is on disk): append its error result"
+        return tr("{call} timed out (its tool_timeout is on disk): append its error result", call=what)
     if call["name"] in SAFE_TO_REPEAT:
-        return f"run {what} again (safe to repeat), append its result"
-    return (f"{what} may have run: repeat it only with an idempotency key the tool honours, "
-            f"else ask the user; append the answer")
+        return tr("run {call} again (safe to repeat), append its result", call=what)
+    return tr("{call} may have run: repeat it only with an idempotency key the tool honours, "
+              "else ask the user; append the answer", call=what)
 
 
 def _start_next_turn(events: list, status: SessionStatus) -> str:
@@ -429,10 +449,10 @@ def _start_next_turn(events: list, status: SessionStatus) -> str:
     triggers = [event for event in events if trigger_of(event) in (TYPE_RETRY, USER_MESSAGE, TYPE_RESUME)]
     last = trigger_of(triggers[-1]) if triggers else None
     if last == TYPE_RETRY:
-        return f"no turn is open: the retry_command is on disk; start turn {number} (reason retry)"
+        return tr("no turn is open: the retry_command is on disk; start turn {number} (reason retry)", number=number)
     if last == USER_MESSAGE:
-        return f"no turn is open: the user's message is on disk; start turn {number} to answer it"
-    return f"no turn is open: start turn {number}"
+        return tr("no turn is open: the user's message is on disk; start turn {number} to answer it", number=number)
+    return tr("no turn is open: start turn {number}", number=number)
 
 
 def recovery_plan(events) -> RecoveryPlan:
@@ -450,30 +470,32 @@ def recovery_plan(events) -> RecoveryPlan:
     events = list(events)
     status = session_status(events)
     if status.state != RUNNING:
-        return RecoveryPlan(status, status.decision)
+        return RecoveryPlan(status, decision_label(status.decision))
     if status.open_turn is None:
         return RecoveryPlan(status, _start_next_turn(events, status))
     number = status.open_turn
     turn = _open_turn(events)
     if turn.turn_timed_out:
-        return RecoveryPlan(status, f"turn {number} timed out (its turn_timeout is on disk): append its turn_end "
-                                    f"(timeout); the session is then expired: start a new session")
+        return RecoveryPlan(status, tr("turn {number} timed out (its turn_timeout is on disk): append its turn_end "
+                                       "(timeout); the session is then expired: start a new session", number=number))
     pending = [call for call in turn.calls if call["callId"] not in turn.answered]
     done_effects = [call for call in turn.calls if call["callId"] in turn.answered
                     and call["name"] not in SAFE_TO_REPEAT]
     if pending:
-        action = "; ".join(_answer_pending(call, turn) for call in pending) + f", resume turn {number}"
+        action = tr("{answers}, resume turn {number}", answers=tr("; ").join(_answer_pending(call, turn)
+                                                                            for call in pending), number=number)
     elif done_effects:
-        names = ", ".join(f"{call['name']} ({call['callId']})" for call in done_effects)
-        action = f"resume turn {number} after its last event; never repeat {names}: its result is on disk"
+        names = tr(", ").join(f"{call['name']} ({call['callId']})" for call in done_effects)
+        action = tr("resume turn {number} after its last event; never repeat {names}: its result is on disk",
+                    number=number, names=names)
     else:
-        action = f"resume turn {number}: nothing in it changed the world, ask the model again"
+        action = tr("resume turn {number}: nothing in it changed the world, ask the model again", number=number)
     return RecoveryPlan(status, action)
 
 
 def _describe(event: dict | None) -> str:
     if event is None:
-        return "(nothing yet)"
+        return tr("(nothing yet)")
     if event["type"] == TYPE_TURN_END:
         return f"turn_end {event['turn_number']} ({event['reason']})"
     if event["type"] == TYPE_TURN_START:
@@ -515,22 +537,86 @@ def crash_point_table(rows: list[dict] | None = None):
     table = []
     for group in groups:
         first, last = group[0]["events"], group[-1]["events"]
-        table.append([str(first) if first == last else f"{first} to {last}",
+        table.append([str(first) if first == last else tr("{first} to {last}", first=first, last=last),
                       ", ".join(row["last_event"] for row in group), group[0]["plan"].state,
                       group[0]["plan"].action])
-    return html_table(["events on disk", "last event on disk", "state", "what a fresh process must do"], table)
+    return html_table([tr("events on disk"), tr("last event on disk"), tr("state"), tr("what a fresh process must do")],
+                      table)
 
 
 def transition_table():
     """turns.TRANSITIONS as an HTML table, one row per (state, trigger), in the table's own order."""
-    return html_table(["state", "trigger", "next state"],
+    return html_table([tr("state"), tr("trigger"), tr("next state")],
                       [[state, trigger, target] for (state, trigger), target in TRANSITIONS.items()])
 
 
 def departures_table():
     """turns.DEPARTURES as an HTML table: where the kit departs from the design, and why."""
-    return html_table(["topic", "the design", "the kit", "why"],
-                      [[row["topic"], row["design"], row["kit"], row["why"]] for row in DEPARTURES])
+    said = departure_texts()
+    return html_table([tr("topic"), tr("the design"), tr("the kit"), tr("why")],
+                      [[said.get(row[key], row[key]) for key in ("topic", "design", "kit", "why")]
+                       for row in DEPARTURES])
+
+
+def departure_texts() -> dict[str, str]:
+    """Every text of turns.DEPARTURES in the language in use ({English: shown}); tests check that none is missing."""
+    return {
+        "event names": tr("event names"),
+        "user_message, assistant_text, tool_use, tool_result; uuid and timestamp on each":
+            tr("user_message, assistant_text, tool_use, tool_result; uuid and timestamp on each"),
+        "the lesson's message (role user or assistant), function_call, function_call_result; "
+        "the envelope's event_id and recorded_at":
+            tr("the lesson's message (role user or assistant), function_call, function_call_result; "
+               "the envelope's event_id and recorded_at"),
+        "the lesson's six event types and envelope stay the format; a user_message is a message with role user":
+            tr("the lesson's six event types and envelope stay the format; a user_message is a message with role user"),
+        "what starts a run": tr("what starts a run"),
+        "idle + user_message -> running": tr("idle + user_message -> running"),
+        "the same, and a turn_start does it too; before the first turn marker or command the "
+        "transcript is read as the lesson's plain log (idle)":
+            tr("the same, and a turn_start does it too; before the first turn marker or command the "
+               "transcript is read as the lesson's plain log (idle)"),
+        "the design's own JSONL example writes turn_start before the user message; the lesson's "
+        "transcripts have no markers and must not read as a run that never ended":
+            tr("the design's own JSONL example writes turn_start before the user message; the lesson's "
+               "transcripts have no markers and must not read as a run that never ended"),
+        "user_interrupt, compaction_trigger": tr("user_interrupt, compaction_trigger"),
+        "listed as turn_end reasons; the state table has no row for them":
+            tr("listed as turn_end reasons; the state table has no row for them"),
+        "running -> idle, decisions 'wait for the user' and 'compact, then continue'":
+            tr("running -> idle, decisions 'wait for the user' and 'compact, then continue'"),
+        "the turn is over and nothing failed; paused is kept for pause_command, as the table says":
+            tr("the turn is over and nothing failed; paused is kept for pause_command, as the table says"),
+        "a turn that timed out": tr("a turn that timed out"),
+        "state table: running -> expired, terminal; recovery flow: 'continue from the next turn'":
+            tr("state table: running -> expired, terminal; recovery flow: 'continue from the next turn'"),
+        "the state table: expired, and the decision 'start a new session'":
+            tr("the state table: expired, and the decision 'start a new session'"),
+        "the design says both; the table is the stricter, and the issue asks for expired to be terminal":
+            tr("the design says both; the table is the stricter, and the issue asks for expired to be terminal"),
+        "abandon": tr("abandon"),
+        "after an error, 'offer retry or abandon'; no event for abandon":
+            tr("after an error, 'offer retry or abandon'; no event for abandon"),
+        "retry_command only; abandoning means starting a new session":
+            tr("retry_command only; abandoning means starting a new session"),
+        "a state the table does not have is not invented here":
+            tr("a state the table does not have is not invented here"),
+        "tool results": tr("tool results"),
+        "tool_result {success, output or error}": tr("tool_result {success, output or error}"),
+        "function_call_result keeps output (what the model reads) and adds success and error":
+            tr("function_call_result keeps output (what the model reads) and adds success and error"),
+        "replay sends output to the model; an error must still say something to it":
+            tr("replay sends output to the model; an error must still say something to it"),
+        "max_tool_calls_per_turn": "max_tool_calls_per_turn",
+        "force the turn to complete and send the user a message":
+            tr("force the turn to complete and send the user a message"),
+        "a timeout event, an assistant message telling the user, turn_end(complete); a further call is refused":
+            tr("a timeout event, an assistant message telling the user, turn_end(complete); "
+               "a further call is refused"),
+        "the notice is written by the agent to the user: a message with role user would read as the user speaking":
+            tr("the notice is written by the agent to the user: a message with role user would read as the user "
+               "speaking"),
+    }
 
 
 # --------------------------------------------------------------------------- the crash lab
@@ -574,14 +660,15 @@ def crash_and_plan(path, count: int) -> RecoveryPlan:
 
 def crash_text(crash_number: int, count: int, plan: RecoveryPlan) -> str:
     """One crash's outcome as plain text."""
-    return (f"crash {crash_number}: killed after {count} events; a fresh process reads state {plan.state} "
-            f"and must: {plan.action}")
+    return tr("crash {number}: killed after {count} events; a fresh process reads state {state} and must: {action}",
+              number=crash_number, count=count, state=plan.state, action=plan.action)
 
 
 def crash_html(crash_number: int, count: int, plan: RecoveryPlan) -> str:
     """One crash's outcome as a short HTML paragraph, for the result widget."""
-    return (f"crash {crash_number}: <b>killed after {count} events</b>; a fresh process reads state "
-            f"<b>{html.escape(plan.state)}</b> and must: <b>{html.escape(plan.action)}</b>")
+    return tr("crash {number}: <b>killed after {count} events</b>; a fresh process reads state <b>{state}</b> "
+              "and must: <b>{action}</b>", number=crash_number, count=count, state=html.escape(plan.state),
+              action=html.escape(plan.action))
 
 
 class CrashLab:
@@ -594,9 +681,9 @@ class CrashLab:
     def __init__(self, folder=None, point: int = 9):
         self.folder = folder
         self.crashes = 0
-        self.summary = "not crashed yet: choose a point and press the button"
-        self.point = widgets.IntSlider(value=point, min=0, max=len(TURNS_SCRIPT), description="crash after")
-        self.button = widgets.Button(description="Crash and recover", button_style="danger")
+        self.summary = tr("not crashed yet: choose a point and press the button")
+        self.point = widgets.IntSlider(value=point, min=0, max=len(TURNS_SCRIPT), description=tr("crash after"))
+        self.button = widgets.Button(description=tr("Crash and recover"), button_style="danger")
         self.result = widgets.HTML(value=f"<i>{self.summary}</i>")
         self.button.add_class(MAIN_CONTROL_CLASS)
         self.result.add_class(RESULT_CLASS)
@@ -612,3 +699,40 @@ class CrashLab:
         self.summary = crash_text(self.crashes, count, plan)
         self.result.value = crash_html(self.crashes, count, plan)
         return plan
+
+
+# --------------------------------------------------------------------------- what notebook 7's cells print
+
+
+def same_as_folded_text(same: bool) -> str:
+    """Whether a real crash gave the plan of its folded prefix, as one line."""
+    return tr("same as the folded prefix: {same}", same=same)
+
+
+def anomaly_text(anomaly) -> str:
+    """One turns.Anomaly: its event in the language in use, its message as the library wrote it."""
+    return tr("event {sequence}: {message}", sequence=anomaly.sequence, message=anomaly.message)
+
+
+def title_kept_text(index) -> str:
+    """Where the index keeps the title the user typed: the user's own database."""
+    return tr("the renamed title is kept in {name}", name=index.user_titles.path.name)
+
+
+def rebuild_text(same_rows: bool, title_survived: bool) -> str:
+    """After the index was deleted and synced again: are the rows back, and did the renamed title survive?"""
+    return "\n".join([tr("every row is the same as before the delete: {same}", same=same_rows),
+                       tr("renamed title survived: {survived}", survived=title_survived)])
+
+
+def audit_text(report) -> str:
+    """A turns.AuditReport in lines: turns by end reason, tokens and cost, limits reached, one line per tool call."""
+    lines = [tr("{count} turns ended {reasons}", count=report.turns_ended, reasons=report.end_reasons),
+             tr("tokens in {input}, out {output}, cost ${cost}", input=report.input_tokens,
+                output=report.output_tokens, cost=f"{report.cost_usd:.4f}"),
+             tr("limits reached {timeouts}", timeouts=report.timeouts)]
+    for call in report.tool_calls:
+        lines.append(tr("  #{sequence}  {recorded_at}  turn {turn}  {name} ({call_id}): {outcome}",
+                        sequence=call.sequence, recorded_at=call.recorded_at, turn=call.turn_number, name=call.name,
+                        call_id=call.call_id, outcome=call.outcome))
+    return "\n".join(lines)
