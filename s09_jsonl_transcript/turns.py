@@ -155,7 +155,7 @@ DEPARTURES = (
     {"topic": "a turn that timed out",
      "design": "state table: running -> expired, terminal; recovery flow: 'continue from the next turn'",
      "kit": "the state table: expired, and the decision 'start a new session'",
-     "why": "the design says both; the table is the stricter, and the issue asks for expired to be terminal"},
+     "why": "the design says both; the kit follows the table, the stricter one: expired is terminal"},
     {"topic": "abandon",
      "design": "after an error, 'offer retry or abandon'; no event for abandon",
      "kit": "retry_command only; abandoning means starting a new session",

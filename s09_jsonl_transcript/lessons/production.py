@@ -592,8 +592,8 @@ def departure_texts() -> dict[str, str]:
             tr("state table: running -> expired, terminal; recovery flow: 'continue from the next turn'"),
         "the state table: expired, and the decision 'start a new session'":
             tr("the state table: expired, and the decision 'start a new session'"),
-        "the design says both; the table is the stricter, and the issue asks for expired to be terminal":
-            tr("the design says both; the table is the stricter, and the issue asks for expired to be terminal"),
+        "the design says both; the kit follows the table, the stricter one: expired is terminal":
+            tr("the design says both; the kit follows the table, the stricter one: expired is terminal"),
         "abandon": tr("abandon"),
         "after an error, 'offer retry or abandon'; no event for abandon":
             tr("after an error, 'offer retry or abandon'; no event for abandon"),
