@@ -30,7 +30,7 @@ WORDS = {
            r"visible checks.*?, (\d+) more", "later": ("Notebook", "Exercise"),
            "readme": "](../README.md#exercises-and-grading)", "notebooks": "../notebooks/en/"},
     "zh": {"aims": "**练什么：**", "recap": "## 小结", "points": r"\*\*分数：\*\* 本笔记本里的可见检查共 (\d+) 分，"
-           r"另有 (\d+) 分", "later": ("笔记本", "练习"), "readme": "](../../README.md#中文练习)",
+           r"另有 (\d+) 分", "later": ("笔记本", "练习"), "readme": "](../../README.zh-CN.md#练习与自测)",
            "notebooks": "../../notebooks/zh/"},
 }
 LINK = re.compile(r"\]\(([^)#]+)(#[^)]*)?\)")
@@ -79,10 +79,10 @@ def test_each_intro_states_the_points_the_checks_give(name, language):
     assert hidden == sum(check.points for check in source.checks if check.hidden)
 
 
-def test_the_readme_has_the_sections_the_intros_link():
-    headings = [line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-                if line.startswith("#")]
-    assert "## Exercises and grading" in headings and "### 中文练习" in headings
+def test_the_readmes_have_the_sections_the_intros_link():
+    for readme, section in (("README.md", "## Exercises and grading"), ("README.zh-CN.md", "## 练习与自测")):
+        headings = [line for line in (ROOT / readme).read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+        assert section in headings, readme
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -99,7 +99,7 @@ def test_links_go_to_notebooks_and_exercises_of_the_same_language(name, language
         elif link.endswith(".ipynb"):
             assert (FOLDERS[language] / link).exists(), link
         else:
-            assert link.endswith("README.md"), link
+            assert link.endswith(("README.md", "README.zh-CN.md")), link
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
