@@ -10,9 +10,11 @@ Tests of sandbox-only behaviour skip where bubblewrap cannot run, and fail under
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -451,3 +453,27 @@ def test_a_sandboxed_kernel_runs_under_the_stated_limits_as_a_user_of_its_own(tm
     assert not any(name.startswith(("CI", "GITHUB", "AWS")) for name in seen["variables"]), seen["variables"]
     if os.geteuid() == 0:
         assert sandbox.is_sandbox_uid(seen["uid"]), seen["uid"]
+
+
+def test_a_kit_installed_under_tmp_is_still_seen_inside_the_sandbox(monkeypatch):
+    """The sandbox mounts a private /tmp: host folders under /tmp (a clone in /tmp/ci) are bound after it."""
+    require_sandbox()
+    host = Path(tempfile.mkdtemp(prefix="s09-kit-under-tmp-", dir="/tmp"))
+    try:
+        host.chmod(0o755)
+        (host / "marker.txt").write_text("the kit is here\n", encoding="utf-8")
+        (host / "marker.txt").chmod(0o644)
+        real_paths = sandbox.read_only_paths()
+        monkeypatch.setattr(sandbox, "read_only_paths", lambda: [*real_paths, str(host)])
+        inner = [sys.executable, "-c", f"print(open({str(host / 'marker.txt')!r}).read(), end='')"]
+        command = sandbox.build_command(inner, scratch_files={}, slot=0, limits=sandbox.Limits(),
+                                        environment={"PATH": "/usr/bin:/bin"})
+        try:
+            done = subprocess.run(command.argv, pass_fds=command.pass_fds, capture_output=True, text=True,
+                                  timeout=60, **command.popen_options)
+        finally:
+            command.close()
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "the kit is here\n"
+    finally:
+        shutil.rmtree(host)

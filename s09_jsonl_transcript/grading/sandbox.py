@@ -217,19 +217,27 @@ def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits
             arguments.extend(["--symlink", os.readlink(link), link])
         elif os.path.isdir(link):
             arguments.extend(["--ro-bind", link, link])
-    for path in read_only_paths():
+    def bind_read_only(path: str) -> None:
         for parent in reversed(Path(path).parents[:-1]):
             if str(parent) not in made and not any(str(parent).startswith(bound + "/") or str(parent) == bound
                                                    for bound in ("/usr",)):
                 made.add(str(parent))
                 arguments.extend(["--perms", "0755", "--dir", str(parent)])
         arguments.extend(["--ro-bind", path, path])
+
+    # A kit cloned under /tmp is bound after the private /tmp is mounted, or the tmpfs would hide it.
+    under_tmp = [path for path in read_only_paths() if path.startswith("/tmp/")]
+    for path in read_only_paths():
+        if path not in under_tmp:
+            bind_read_only(path)
     for name in _ETC_FILES:
         arguments.extend(["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"])
     arguments += ["--proc", "/proc", "--dev", "/dev",
                   "--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
                   "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     made.add("/tmp")
+    for path in under_tmp:
+        bind_read_only(path)
     folder(SANDBOX_HOME, "0777")
     folder(SANDBOX_ROOT, "0777")
     for inside, host in sorted(scratch_files.items()):
