@@ -63,6 +63,8 @@ from .live_session import decision_label
 from .style import OKABE_ITO
 
 tr = i18n.translator("production")
+# Texts shown from turns.DEPARTURES, looked up with tr.data (tests/test_i18n.py checks their Chinese).
+TRANSLATED_DATA = tuple(dict.fromkeys(row[key] for row in DEPARTURES for key in ("topic", "design", "kit", "why")))
 
 # --------------------------------------------------------------------------- measuring
 
@@ -559,64 +561,8 @@ def departures_table():
 
 
 def departure_texts() -> dict[str, str]:
-    """Every text of turns.DEPARTURES in the language in use ({English: shown}); tests check that none is missing."""
-    return {
-        "event names": tr("event names"),
-        "user_message, assistant_text, tool_use, tool_result; uuid and timestamp on each":
-            tr("user_message, assistant_text, tool_use, tool_result; uuid and timestamp on each"),
-        "the lesson's message (role user or assistant), function_call, function_call_result; "
-        "the envelope's event_id and recorded_at":
-            tr("the lesson's message (role user or assistant), function_call, function_call_result; "
-               "the envelope's event_id and recorded_at"),
-        "the lesson's six event types and envelope stay the format; a user_message is a message with role user":
-            tr("the lesson's six event types and envelope stay the format; a user_message is a message with role user"),
-        "what starts a run": tr("what starts a run"),
-        "idle + user_message -> running": tr("idle + user_message -> running"),
-        "the same, and a turn_start does it too; before the first turn marker or command the "
-        "transcript is read as the lesson's plain log (idle)":
-            tr("the same, and a turn_start does it too; before the first turn marker or command the "
-               "transcript is read as the lesson's plain log (idle)"),
-        "the design's own JSONL example writes turn_start before the user message; the lesson's "
-        "transcripts have no markers and must not read as a run that never ended":
-            tr("the design's own JSONL example writes turn_start before the user message; the lesson's "
-               "transcripts have no markers and must not read as a run that never ended"),
-        "user_interrupt, compaction_trigger": tr("user_interrupt, compaction_trigger"),
-        "listed as turn_end reasons; the state table has no row for them":
-            tr("listed as turn_end reasons; the state table has no row for them"),
-        "running -> idle, decisions 'wait for the user' and 'compact, then continue'":
-            tr("running -> idle, decisions 'wait for the user' and 'compact, then continue'"),
-        "the turn is over and nothing failed; paused is kept for pause_command, as the table says":
-            tr("the turn is over and nothing failed; paused is kept for pause_command, as the table says"),
-        "a turn that timed out": tr("a turn that timed out"),
-        "state table: running -> expired, terminal; recovery flow: 'continue from the next turn'":
-            tr("state table: running -> expired, terminal; recovery flow: 'continue from the next turn'"),
-        "the state table: expired, and the decision 'start a new session'":
-            tr("the state table: expired, and the decision 'start a new session'"),
-        "the design says both; the kit follows the table, the stricter one: expired is terminal":
-            tr("the design says both; the kit follows the table, the stricter one: expired is terminal"),
-        "abandon": tr("abandon"),
-        "after an error, 'offer retry or abandon'; no event for abandon":
-            tr("after an error, 'offer retry or abandon'; no event for abandon"),
-        "retry_command only; abandoning means starting a new session":
-            tr("retry_command only; abandoning means starting a new session"),
-        "a state the table does not have is not invented here":
-            tr("a state the table does not have is not invented here"),
-        "tool results": tr("tool results"),
-        "tool_result {success, output or error}": tr("tool_result {success, output or error}"),
-        "function_call_result keeps output (what the model reads) and adds success and error":
-            tr("function_call_result keeps output (what the model reads) and adds success and error"),
-        "replay sends output to the model; an error must still say something to it":
-            tr("replay sends output to the model; an error must still say something to it"),
-        "max_tool_calls_per_turn": "max_tool_calls_per_turn",
-        "force the turn to complete and send the user a message":
-            tr("force the turn to complete and send the user a message"),
-        "a timeout event, an assistant message telling the user, turn_end(complete); a further call is refused":
-            tr("a timeout event, an assistant message telling the user, turn_end(complete); "
-               "a further call is refused"),
-        "the notice is written by the agent to the user: a message with role user would read as the user speaking":
-            tr("the notice is written by the agent to the user: a message with role user would read as the user "
-               "speaking"),
-    }
+    """Every text of turns.DEPARTURES in the language in use ({English: shown})."""
+    return {text: tr.data(text) for text in TRANSLATED_DATA}
 
 
 # --------------------------------------------------------------------------- the crash lab
