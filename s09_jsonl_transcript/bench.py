@@ -29,16 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from .code import (
-    TYPE_FUNCTION_CALL,
-    TYPE_FUNCTION_CALL_RESULT,
-    TYPE_MESSAGE,
-    TYPE_REASONING,
-    JSONLTranscript,
-    OsFileIO,
-    child_process_env,
-    ticking_clock,
-)
+from .code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, TYPE_REASONING, ticking_clock
+from .lab import DurableTranscript, OsFileIO, child_process_env
 
 # --------------------------------------------------------------------------- sizes
 
@@ -115,7 +107,7 @@ def write_bulk_transcript(path, count: int, text_bytes: int, *, chunk: int = 10_
     path = Path(path)
     if path.exists():
         raise FileExistsError(f"{path} exists; the bulk writer only makes new transcripts")
-    with JSONLTranscript(path, clock=ticking_clock(), file_io=_OneSyncAtTheEnd()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock(), file_io=_OneSyncAtTheEnd()) as transcript:
         for first in range(0, count, chunk):
             transcript.append_batch(synthetic_event(n, text_bytes) for n in range(first, min(first + chunk, count)))
     with open(path, "rb") as file:
@@ -203,7 +195,7 @@ class SqliteLog:
         self.connection.close()
 
 
-def timed_append(transcript: JSONLTranscript, action: Callable[[], object]) -> tuple[float, list[bytes]]:
+def timed_append(transcript: DurableTranscript, action: Callable[[], object]) -> tuple[float, list[bytes]]:
     """Seconds action took, and the complete lines (with newlines) it added to the transcript's file."""
     start = transcript.path.stat().st_size if transcript.path.exists() else 0
     elapsed = timed(action)
@@ -222,7 +214,7 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
     "sqlite_<MODE>" for each SQLite synchronous mode (one insert per transaction).
     """
     folder = Path(folder)
-    transcript = JSONLTranscript(folder / "single-append.jsonl")
+    transcript = DurableTranscript(folder / "single-append.jsonl")
     bare = BareLog(folder / "single-bare.jsonl")
     unsynced = BareLog(folder / "single-unsynced.jsonl")
     databases = {mode: SqliteLog(folder / f"single-{mode}.sqlite3", mode) for mode in sqlite_modes}
@@ -270,8 +262,8 @@ def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
     go this fast), then one fsync; "append": single appends, one fsync each.
     """
     folder = Path(folder)
-    batched = JSONLTranscript(folder / "batch-append.jsonl")
-    single = JSONLTranscript(folder / "batch-single.jsonl")
+    batched = DurableTranscript(folder / "batch-append.jsonl")
+    single = DurableTranscript(folder / "batch-single.jsonl")
     bare = BareLog(folder / "batch-bare.jsonl")
     plain = BareLog(folder / "batch-dumps.jsonl")
     events = [synthetic_event(n, text_bytes) for n in range(batch_size)]
@@ -311,9 +303,9 @@ def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
 
 
 def replay_costs(paths: dict[str, Path], rounds: int, window: int) -> dict[str, list[float]]:
-    """Seconds of replay(window) by a fresh JSONLTranscript, for each named transcript, per round."""
+    """Seconds of replay(window) by a fresh DurableTranscript, for each named transcript, per round."""
     def replay(path):
-        return lambda: timed(lambda: JSONLTranscript(path).replay(window))
+        return lambda: timed(lambda: DurableTranscript(path).replay(window))
     return interleaved({name: replay(path) for name, path in paths.items()}, rounds)
 
 
@@ -323,7 +315,7 @@ def recover_costs(path, rounds: int) -> dict[str, list[float]]:
         with open(path, "rb") as file:
             for line in file:
                 json.loads(line)
-    return interleaved({"recover": lambda: timed(JSONLTranscript(path).recover),
+    return interleaved({"recover": lambda: timed(DurableTranscript(path).recover),
                         "json_loads": lambda: timed(bare_parse)}, rounds)
 
 
@@ -336,7 +328,7 @@ def open_and_append_costs(big_path, empty_path, rounds: int, text_bytes: int) ->
     event = synthetic_event(0, text_bytes)
 
     def first_append(path):
-        transcript = JSONLTranscript(path)
+        transcript = DurableTranscript(path)
         try:
             transcript.append(event)
         finally:
@@ -357,7 +349,7 @@ def batching_curve(folder, batch_sizes, events_per_size: int, text_bytes: int) -
     for size in batch_sizes:
         events = [synthetic_event(n, text_bytes) for n in range(size)]
         batches = max(1, events_per_size // size)
-        with JSONLTranscript(folder / f"batching-{size}.jsonl") as transcript:
+        with DurableTranscript(folder / f"batching-{size}.jsonl") as transcript:
             transcript.append(events[0])  # opens the writer outside the timing
             elapsed = timed(lambda: [transcript.append_batch(events) for _ in range(batches)])
         rates[size] = batches * size / elapsed
@@ -371,8 +363,8 @@ def read_costs_by_size(folder, event_counts, rounds: int, window: int, text_byte
     for count in event_counts:
         path = folder / f"size-{count}.jsonl"
         write_bulk_transcript(path, count, text_bytes)
-        samples = interleaved({"replay": lambda: timed(lambda: JSONLTranscript(path).replay(window)),
-                               "recover": lambda: timed(JSONLTranscript(path).recover)}, rounds)
+        samples = interleaved({"replay": lambda: timed(lambda: DurableTranscript(path).replay(window)),
+                               "recover": lambda: timed(DurableTranscript(path).recover)}, rounds)
         costs[count] = medians(samples)
     return costs
 
@@ -380,13 +372,13 @@ def read_costs_by_size(folder, event_counts, rounds: int, window: int, text_byte
 _MEMORY_PROBE = """
 import json, sys
 from pathlib import Path
-from s09_jsonl_transcript.code import JSONLTranscript
+from s09_jsonl_transcript.lab import DurableTranscript
 
 def resident_kib(field):  # VmRSS: resident now; VmHWM: the high-water mark
     line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field + ":"))
     return int(line.split()[1])
 
-transcript = JSONLTranscript(sys.argv[1])
+transcript = DurableTranscript(sys.argv[1])
 baseline = resident_kib("VmRSS")
 Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to what is resident now
 messages = transcript.replay(int(sys.argv[2]))

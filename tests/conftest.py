@@ -2,13 +2,14 @@
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, run_agent, ticking_clock
+from s09_jsonl_transcript.code import MockLLM, run_agent, ticking_clock
+from s09_jsonl_transcript.lab import DurableTranscript
 
 
 @pytest.fixture
 def transcript(tmp_path):
     """An empty transcript (session id 'session') whose clock ticks one second per event."""
-    with JSONLTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as opened:
+    with DurableTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as opened:
         yield opened
 
 

@@ -10,18 +10,12 @@ from pathlib import Path
 import pytest
 
 from s09_jsonl_transcript import bench
-from s09_jsonl_transcript.code import (
-    RESERVED_ENVELOPE_FIELDS,
-    TYPE_FUNCTION_CALL,
-    TYPE_FUNCTION_CALL_RESULT,
-    TYPE_MESSAGE,
-    TYPE_REASONING,
-    JSONLTranscript,
-)
+from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, TYPE_REASONING
+from s09_jsonl_transcript.lab import RESERVED_FIELDS, DurableTranscript
 
 
 def payload(record):
-    return {key: value for key, value in record.items() if key not in RESERVED_ENVELOPE_FIELDS}
+    return {key: value for key, value in record.items() if key not in RESERVED_FIELDS}
 
 
 # --------------------------------------------------------------------------- synthetic transcripts
@@ -53,11 +47,11 @@ def test_a_bulk_written_transcript_passes_the_readers_validation(tmp_path):
     path = tmp_path / "bulk.jsonl"
     size = bench.write_bulk_transcript(path, 25, 120, chunk=7)  # chunks that do not divide the count
     assert size == path.stat().st_size
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     assert [event["sequence"] for event in events] == list(range(1, 26))
     assert [payload(event) for event in events] == [bench.synthetic_event(n, 120) for n in range(25)]
-    assert JSONLTranscript(path).replay_state(10).total_events == 25
-    with JSONLTranscript(path) as writer:  # a later writer carries on where the bulk writer stopped
+    assert DurableTranscript(path).replay_state(10).total_events == 25
+    with DurableTranscript(path) as writer:  # a later writer carries on where the bulk writer stopped
         assert writer.append({"type": TYPE_MESSAGE, "role": "user", "content": "next"})["sequence"] == 26
 
 
@@ -160,7 +154,7 @@ def test_replay_costs_and_memory_probe_read_real_transcripts(tmp_path):
     samples = bench.replay_costs({"big": big, "small": small}, rounds=2, window=50)
     assert set(samples) == {"big", "small"} and all(len(v) == 2 for v in samples.values())
     memory = bench.replay_peak_memory(big, 50)
-    assert memory["messages"] == len(JSONLTranscript(big).replay(50))
+    assert memory["messages"] == len(DurableTranscript(big).replay(50))
     assert memory["peak_bytes"] >= memory["baseline_bytes"] > 0
 
 
@@ -168,8 +162,8 @@ def test_open_and_append_grows_the_big_file_and_restarts_the_empty_one(tmp_path)
     big = tmp_path / "big.jsonl"
     bench.write_bulk_transcript(big, 40, 30)
     bench.open_and_append_costs(big, tmp_path / "empty.jsonl", rounds=3, text_bytes=30)
-    assert JSONLTranscript(big).count_lines() == 43
-    assert [e["sequence"] for e in JSONLTranscript(tmp_path / "empty.jsonl").read_events()] == [1]
+    assert DurableTranscript(big).count_lines() == 43
+    assert [e["sequence"] for e in DurableTranscript(tmp_path / "empty.jsonl").read_events()] == [1]
 
 
 # --------------------------------------------------------------------------- figures and the command
