@@ -326,7 +326,7 @@ class DurableTranscript(JSONLTranscript):
     def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
         """Validate the whole file and rebuild everything a replacement runtime needs, in flat memory."""
         last_items([], max_items)
-        window, scanned = deque(maxlen=max_items), ScanResult()
+        window, scanned = deque(maxlen=min(max_items, sys.maxsize)), ScanResult()
         # _rebuild folds the stream once; only the window's events stay in memory
         state = self._rebuild(self._streamed(window, scanned), window, 0, False)
         state = replace(state, total_events=scanned.last_sequence, next_sequence=scanned.last_sequence + 1,
