@@ -17,7 +17,7 @@ import time
 
 from .cost import measure_integrity_cost
 from .damage_maps import ALL_BIT_MASKS, damage_campaign, damage_rows
-from .kills import kill_campaign, kill_summary
+from .kills import class_summary, kill_campaign, kill_summary
 from .powerloss import GOOD_OUTCOMES, power_loss_campaign
 from .races import race_campaign
 from .workload import ALL_MODES
@@ -65,6 +65,8 @@ def _kill(args) -> int:
                             max_delay=args.max_delay_ms / 1000, progress=progress_bar("kills"),
                             modes=tuple(args.modes.split(",")))
     print(format_table(kill_summary(results)))
+    print("\nper class:")
+    print(format_table(class_summary(results)))
     failures = [result for result in results if not result.ok]
     for result in failures[:20]:
         print(f"FAILED trial {result.trial} ({result.mode}, integrity={result.integrity}): "

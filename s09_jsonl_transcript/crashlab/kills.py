@@ -19,8 +19,9 @@ from typing import Callable
 
 from ..code import TranscriptCorruptionError
 from ..damage import CLEAN, PARTIAL_TAIL
-from ..lab import DurableTranscript, kill_child, start_child
-from .workload import ALL_MODES, MODES, expected_event, tally
+from ..lab import kill_child, start_child
+from .subjects import CLASS_NAMES, SUBJECTS, open_transcript, read_back
+from .workload import ALL_MODES, LESSON_MODES, MODES, expected_event, subject_of, tally
 
 ACCEPTABLE_VERDICTS = (CLEAN, PARTIAL_TAIL)
 
@@ -30,7 +31,7 @@ class KillTrial:
     """One killed writer: what it acknowledged, what a fresh reader recovered, and the verdict."""
 
     trial: int
-    mode: str  # "append", "batch", "repair", "stream" or "validated" (see crashlab/victim.py)
+    mode: str  # "append", "batch", "repair", "stream", "validated", "lesson", ... (see crashlab/victim.py)
     acknowledged: int  # events whose append returned before the kill
     recovered: int  # events a fresh reader returned after the kill
     lost: int  # acknowledged events missing from the file: must be 0
@@ -41,6 +42,11 @@ class KillTrial:
     integrity: bool = False  # whether the transcript carried the hash chain
     delay_ms: float = 0.0  # how long after "ready" the kill was sent
     killed_inside: bool = False  # stream, validated: the kill landed inside a stream or a validated commit
+
+    @property
+    def subject(self) -> str:
+        """Whose class the victim wrote with and the reader read with: "lab" or "lesson"."""
+        return subject_of(self.mode)
 
     @property
     def ok(self) -> bool:
@@ -63,10 +69,15 @@ def _plans(trials: int, seed: int, max_delay: float, modes) -> list[_Plan]:
     """Every trial's mode, integrity, kill delay and victim seed, decided up front from seed."""
     rng = random.Random(seed)
     return [
-        _Plan(trial, modes[trial % len(modes)], (trial // len(modes)) % 2 == 1,
+        _Plan(trial, modes[trial % len(modes)], _chained(modes[trial % len(modes)], trial // len(modes)),
               rng.uniform(0.0, max_delay), rng.randrange(2**32))
         for trial in range(trials)
     ]
+
+
+def _chained(mode: str, round_of_modes: int) -> bool:
+    """Every other round of modes runs with the hash chain on; the lesson's class has none."""
+    return round_of_modes % 2 == 1 and mode not in LESSON_MODES
 
 
 def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None, bool]:
@@ -89,11 +100,10 @@ def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None, bool]:
     return acknowledged, None, inside
 
 
-def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
-    """What a fresh reader returns and its verdict; any error but corruption is named as foreign."""
-    reader = DurableTranscript(path, integrity=integrity)
+def _read_verdict(path: Path, integrity: bool, subject: str = "lab") -> tuple[list[dict], str]:
+    """What a fresh reader (of the subject's class) returns and its verdict; any error but corruption is foreign."""
     try:
-        read = reader.scan()
+        read = read_back(subject, path, integrity=integrity)
     except TranscriptCorruptionError as error:
         return [], f"corrupt at line {error.line_number}: {error.reason}"
     except Exception as error:  # noqa: BLE001 - the campaign exists to catch exactly these
@@ -102,11 +112,11 @@ def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
 
 
 def _resume_problem(path: Path, integrity: bool, recovered: int, mode: str) -> str | None:
-    """Append the next event with a fresh writer and read back; say what failed, or None."""
+    """Append the next event with a fresh writer (of the mode's class) and read back; say what failed, or None."""
     try:
-        with DurableTranscript(path, integrity=integrity) as writer:
+        with open_transcript(subject_of(mode), path, integrity=integrity) as writer:
             writer.append(expected_event(recovered + 1, mode))
-        events = DurableTranscript(path, integrity=integrity).read_events()
+        events = read_back(subject_of(mode), path, integrity=integrity).events
     except Exception as error:  # noqa: BLE001 - any failure to continue is a finding
         return f"resume failed: {type(error).__name__}: {error}"
     if len(events) != recovered + 1 or not tally(events, [], mode).ok:
@@ -118,7 +128,7 @@ def run_kill_trial(path, plan: _Plan) -> KillTrial:
     """Run one planned trial on a fresh file at path."""
     path = Path(path)
     acknowledged, problem, inside = _run_victim(path, plan)
-    events, verdict = _read_verdict(path, plan.integrity)
+    events, verdict = _read_verdict(path, plan.integrity, subject_of(plan.mode))
     counts = tally(events, acknowledged, plan.mode)
     if problem is None and verdict in ACCEPTABLE_VERDICTS:
         problem = _resume_problem(path, plan.integrity, counts.recovered, plan.mode)
@@ -134,8 +144,9 @@ def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[
                   max_delay: float = 0.02, workers: int = 2, modes=MODES) -> list[KillTrial]:
     """Kill `trials` writer processes at random moments; one KillTrial per kill, in trial order.
 
-    Modes take turns (by default the lesson's append, batch and repair; ALL_MODES adds the live
-    session's stream and validated), and every other round of modes runs with the hash chain on. The plan
+    Modes take turns (by default the lab's append, batch and repair; ALL_MODES adds the live
+    session's stream and validated, and the lesson class's lesson and lesson-repair), and every
+    other round of modes runs with the hash chain on (never the lesson's class: it has none). The plan
     (mode, kill delay) depends only on seed; where the kill lands inside the victim's work
     depends on the machine's timing. Transcripts are written under root (kept) or a
     temporary folder (removed). progress(done, total) is called after each trial, from
@@ -181,4 +192,25 @@ def kill_summary(results: list[KillTrial]) -> list[dict]:
             "partial tail": verdicts[PARTIAL_TAIL],
             "failed": verdicts["FAILED"],
         })
+    return rows
+
+
+def class_summary(results: list[KillTrial]) -> list[dict]:
+    """One row per transcript class (lab, lesson) that ran: its trials, totals and failures."""
+    rows = []
+    for subject in SUBJECTS:
+        chosen = [result for result in results if result.subject == subject]
+        if chosen:
+            rows.append({
+                "class": f"{subject} ({CLASS_NAMES[subject]})",
+                "modes": ",".join(dict.fromkeys(result.mode for result in chosen)),
+                "trials": len(chosen),
+                "acknowledged": sum(result.acknowledged for result in chosen),
+                "lost": sum(result.lost for result in chosen),
+                "duplicated": sum(result.duplicated for result in chosen),
+                "spliced": sum(result.spliced for result in chosen),
+                "partial batches": sum(result.partial_batches for result in chosen),
+                "partial tail": sum(result.ok and result.verdict == PARTIAL_TAIL for result in chosen),
+                "failed": sum(not result.ok for result in chosen),
+            })
     return rows
