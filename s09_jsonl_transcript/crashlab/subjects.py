@@ -54,9 +54,10 @@ def read_back(subject: str, path, *, integrity: bool = False) -> ReadBack:
         return ReadBack(scanned.events, scanned.ignored_partial_tail, scanned.last_line_unterminated)
     reader = JSONLTranscript(path)
     events = reader.read_events()
-    torn = reader.replay_state(0).ignored_partial_tail  # a second read of a file nobody is writing
     try:
-        data = Path(path).read_bytes()
+        unterminated = not Path(path).read_bytes().endswith(b"\n")
     except FileNotFoundError:
-        data = b""
-    return ReadBack(events, torn, bool(data) and not data.endswith(b"\n") and not torn)
+        return ReadBack(events)
+    # Only an unterminated last line can be a partial tail: ask (a second read) only then.
+    torn = unterminated and reader.replay_state(0).ignored_partial_tail
+    return ReadBack(events, torn, unterminated and not torn and bool(events))
