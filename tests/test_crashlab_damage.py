@@ -6,6 +6,8 @@ import copy
 import pytest
 
 from s09_jsonl_transcript.code import JSONLTranscript
+from s09_jsonl_transcript.crashlab import cli
+from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
 from s09_jsonl_transcript.crashlab.damage_maps import (
     LINE_EDITS,
     SHORTER,
@@ -138,3 +140,24 @@ def test_bad_masks_are_refused():
 
 def test_one_flip_in_words():
     assert flipped_example(integrity=True, offset=40).startswith("TranscriptCorruptionError at line 1")
+
+
+def test_the_damage_command_checks_the_lesson_against_the_lab(capsys):
+    assert crashlab_main(["damage", "--sessions", "1", "--classes", "lesson"]) == 0
+    out = capsys.readouterr().out
+    assert "lesson (JSONLTranscript)" in out
+    assert "0 damaged files judged differently from the lab with the chain off" in out
+    assert out.strip().endswith(" passed, 0 failed")
+
+
+def test_the_damage_command_fails_when_the_readers_disagree(capsys, monkeypatch, reports, lesson_report):
+    def campaign(*, integrity, subject, **options):  # the module's reports, one of them planted with a disagreement
+        report = copy.deepcopy(lesson_report if subject == "lesson" else reports[integrity])
+        if subject == "lesson":
+            report.truncations[3] = CORRUPT
+        return report
+
+    monkeypatch.setattr(cli, "damage_campaign", campaign)
+    assert crashlab_main(["damage", "--sessions", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "1 damaged files judged differently" in out and out.strip().endswith(" passed, 1 failed")

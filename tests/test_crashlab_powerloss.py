@@ -11,6 +11,8 @@ import pytest
 
 from s09_jsonl_transcript import code
 from s09_jsonl_transcript.code import JSONLTranscript, TranscriptCorruptionError, ticking_clock
+from s09_jsonl_transcript.crashlab import cli
+from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
 from s09_jsonl_transcript.crashlab.powerloss import (
     ABSENT,
     FAILS_CLOSED,
@@ -19,8 +21,10 @@ from s09_jsonl_transcript.crashlab.powerloss import (
     PREFIX_TORN,
     Change,
     CrashState,
+    PowerLossReport,
     RecordingFileIO,
     SimulatedSyncFileIO,
+    StateCheck,
     check_state,
     commit_points,
     crash_states,
@@ -262,3 +266,27 @@ def test_too_many_unsynced_changes_are_refused():
     changes = [Change("create"), Change("fsync_dir")] + [Change("write", offset=i, data=b"x") for i in range(9)]
     with pytest.raises(ValueError, match="unsynced"):
         list(crash_states(changes))
+
+
+def test_the_powerloss_command_reports_each_class_apart(capsys):
+    assert crashlab_main(["powerloss", "--quick", "--classes", "lesson"]) == 0
+    out = capsys.readouterr().out
+    assert "lesson (JSONLTranscript)" in out and "lab (DurableTranscript)" not in out
+    assert "0 findings" in out and out.strip().endswith(" passed, 0 failed")
+
+
+def test_the_powerloss_command_fails_on_a_finding_of_either_class(capsys, monkeypatch):
+    def campaign(subject, **options):
+        report = PowerLossReport(subject)
+        report.add(StateCheck(PREFIX_CLEAN, None, CrashState(b"", frozenset(), "fine")))
+        if subject == LESSON:
+            report.add(StateCheck("FINDING", "acknowledged events 1..1 are missing",
+                                  CrashState(b"", frozenset({1}), "planted")))
+        return report
+
+    monkeypatch.setattr(cli, "power_loss_campaign", campaign)
+    assert crashlab_main(["powerloss", "--quick"]) == 1
+    out = capsys.readouterr().out
+    assert "FINDING (lesson): acknowledged events 1..1 are missing" in out
+    assert out.strip().endswith("2 passed, 1 failed")  # 3 states, 1 of them a finding
+    assert crashlab_main(["powerloss", "--quick", "--classes", "lab"]) == 0

@@ -6,6 +6,8 @@ Racers of the lab's DurableTranscript and of the lesson's code.JSONLTranscript.
 import pytest
 
 from s09_jsonl_transcript.code import JSONLTranscript
+from s09_jsonl_transcript.crashlab import cli
+from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
 from s09_jsonl_transcript.crashlab.races import SCENARIOS, RaceResult, race, race_campaign
 from s09_jsonl_transcript.lab import DurableTranscript
 
@@ -53,3 +55,18 @@ def test_a_broken_promise_is_reported():
     assert not RaceResult("one session", 8, 2, 6, 10, "2 racers wrote").ok
     with pytest.raises(ValueError, match="scenario"):
         race("everyone at once")
+
+
+def test_the_race_command_runs_both_classes_and_fails_on_a_broken_promise(capsys, monkeypatch):
+    assert crashlab_main(["race", "--racers", "2", "--events", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("lab (DurableTranscript)") == out.count("lesson (JSONLTranscript)") == len(SCENARIOS)
+    assert out.strip().endswith("6 passed, 0 failed")
+
+    def campaign(subject, **options):
+        problem = "2 racers wrote" if subject == "lesson" else None
+        return [RaceResult(scenario, 2, 1, 1, 1, problem, subject) for scenario in SCENARIOS]
+
+    monkeypatch.setattr(cli, "race_campaign", campaign)
+    assert crashlab_main(["race"]) == 1
+    assert capsys.readouterr().out.strip().endswith("3 passed, 3 failed")
