@@ -7,7 +7,7 @@ Each line has exactly one outcome, so the summary can account for every line of 
     evidence    it is kept whole, as a `source-record` event, without being interpreted
     duplicate   it repeats an earlier line (same uuid, or the same part of one streamed message)
     blank       it holds only white space
-    torn        the last line has no newline and is not JSON: what a crash in the middle of a write leaves
+    partial_tail the last line has no newline and is not JSON: what a crash in the middle of a write leaves
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Iterator
 TYPE_SOURCE_RECORD = "source-record"  # a source line kept as evidence, never mapped to a lesson type
 BLOCK_BYTES = 1024 * 1024  # how much of the source is read at a time
 
-MAPPED, EVIDENCE, DUPLICATE, BLANK, TORN = "mapped", "evidence", "duplicate", "blank", "torn"
-LINE_OUTCOMES = (MAPPED, EVIDENCE, DUPLICATE, BLANK, TORN)
+MAPPED, EVIDENCE, DUPLICATE, BLANK, PARTIAL_TAIL = "mapped", "evidence", "duplicate", "blank", "partial_tail"
+LINE_OUTCOMES = (MAPPED, EVIDENCE, DUPLICATE, BLANK, PARTIAL_TAIL)
 
 _DECODER = json.JSONDecoder()
 
@@ -99,13 +99,13 @@ class ImportSummary:
     streamed_lines: int = 0  # mapped lines that continue an API message an earlier line began
     sidechain_records: int = 0  # records of a subagent inside a main session, kept as evidence
     subagent_files: int = 0  # agent-*.jsonl files beside the source: each is a session of its own
-    torn_last_line_bytes: int = 0  # 0 when every line is complete
+    partial_tail_bytes: int = 0  # 0 when every line is complete
     batches: int = 0  # group commits (one write and one fsync each)
 
     @property
-    def torn_last_line(self) -> bool:
+    def partial_tail(self) -> bool:
         """True when the source ends in a line a crash left unfinished (it is not imported)."""
-        return self.lines[TORN] > 0
+        return self.lines[PARTIAL_TAIL] > 0
 
     @property
     def lines_accounted_for(self) -> int:
@@ -125,6 +125,6 @@ class ImportSummary:
             "results_without_call": self.results_without_call,
             "duplicates_merged": self.lines[DUPLICATE], "streamed_lines": self.streamed_lines,
             "sidechain_records": self.sidechain_records, "subagent_files": self.subagent_files,
-            "torn_last_line": self.torn_last_line, "torn_last_line_bytes": self.torn_last_line_bytes,
+            "partial_tail": self.partial_tail, "partial_tail_bytes": self.partial_tail_bytes,
             "batches": self.batches,
         }

@@ -13,8 +13,8 @@ from . import claude_code, codex, seed002, workbuddy
 from .common import parse_line, source_lines
 
 LESSON = "lesson"  # a transcript in the lesson's format: every line has the envelope
-EMPTY = "empty"  # no complete record at all
-UNKNOWN = "unknown"  # records, but none of a format the kit knows
+EMPTY = "empty"  # nothing but blank lines, or only a partial tail
+UNKNOWN = "unknown"  # lines, but none a record of a format the kit knows
 MAPPERS = {module.FORMAT: module for module in (claude_code, codex, seed002, workbuddy)}
 IMPORTABLE = tuple(MAPPERS)
 PEEK_LINES = 50
@@ -33,7 +33,7 @@ def format_of_record(record) -> str | None:
 
 def detect_format(path, peek_lines: int = PEEK_LINES) -> str:
     """The format of a file: LESSON, one of IMPORTABLE, EMPTY or UNKNOWN (the most common among its first lines)."""
-    votes, records = Counter(), 0
+    votes, lines = Counter(), 0
     for line in source_lines(path):
         if line.number > peek_lines:
             break
@@ -42,11 +42,12 @@ def detect_format(path, peek_lines: int = PEEK_LINES) -> str:
         try:
             record = parse_line(line.raw)
         except ValueError:
-            continue  # a bad line: the importer or the reader names it
-        records += 1
+            lines += line.terminated  # a bad line: the importer or the reader names it; a partial tail is no line
+            continue
+        lines += 1
         found = format_of_record(record)
         if found:
             votes[found] += 1
-    if not records:
+    if not lines:
         return EMPTY
     return votes.most_common(1)[0][0] if votes else UNKNOWN

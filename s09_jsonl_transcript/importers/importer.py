@@ -23,7 +23,7 @@ from .. import i18n
 from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TranscriptValidationError
 from ..lab import DurableTranscript
 from . import claude_code
-from .common import BLANK, TORN, TYPE_SOURCE_RECORD, ImportRefused, ImportSummary, parse_line, source_lines
+from .common import BLANK, PARTIAL_TAIL, TYPE_SOURCE_RECORD, ImportRefused, ImportSummary, parse_line, source_lines
 from .detect import EMPTY, IMPORTABLE, LESSON, MAPPERS, UNKNOWN, detect_format
 
 tr = i18n.translator("importer")
@@ -76,7 +76,7 @@ def _chosen_format(source: Path, source_format: str) -> str:
         raise ImportRefused(tr("no such file: {name}", name=source.name))
     detected = detect_format(source)
     if detected == EMPTY:
-        raise ImportRefused(tr("{name} holds no complete record (it is empty, or its only line is torn): "
+        raise ImportRefused(tr("{name} holds no complete record (it is empty, or its only line is a partial tail): "
                                "nothing to import, nothing written", name=source.name))
     if detected == LESSON:
         raise ImportRefused(tr("{name} is already a transcript in the lesson's format (its lines have the "
@@ -143,8 +143,8 @@ def _line_outcome(line, mapper, source_format: str, summary: ImportSummary):
         record = parse_line(line.raw)
     except ValueError:
         if not line.terminated:
-            summary.torn_last_line_bytes = len(line.raw)
-            return TORN, []
+            summary.partial_tail_bytes = len(line.raw)
+            return PARTIAL_TAIL, []
         raise ImportRefused(tr("line {line} (byte {offset}) of {name} is a complete line but not JSON: the "
                                "evidence is damaged in the middle; nothing written", line=line.number,
                                offset=line.offset, name=summary.source)) from None

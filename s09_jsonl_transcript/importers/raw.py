@@ -29,7 +29,7 @@ def inspect_raw(path) -> dict:
     """Counts that describe a raw (non-lesson) JSONL file: lines, damage, and the tree its ids form."""
     path = Path(path)
     report = {"file": path.name, "format": detect_format(path), "lines": 0, "complete_lines": 0,
-              "blank_lines": 0, "bad_lines": 0, "first_bad_line": None, "torn_last_line_bytes": 0,
+              "blank_lines": 0, "bad_lines": 0, "first_bad_line": None, "partial_tail_bytes": 0,
               "last_line_unterminated": False, "by_type": Counter(), "has_envelope": False}
     tree = _Tree()
     for line in source_lines(path):
@@ -45,7 +45,7 @@ def inspect_raw(path) -> dict:
                 report["bad_lines"] += 1
                 report["first_bad_line"] = report["first_bad_line"] or line.number
             else:
-                report["torn_last_line_bytes"] = len(line.raw)
+                report["partial_tail_bytes"] = len(line.raw)
             continue
         report["last_line_unterminated"] = not line.terminated
         if isinstance(record, dict):
@@ -121,9 +121,9 @@ def _completeness(report: dict) -> str:
     if report["bad_lines"]:
         return tr("{count} complete lines are not JSON (the first is line {line}): damage in the middle, which "
                   "the lesson never forgives", count=report["bad_lines"], line=report["first_bad_line"])
-    if report["torn_last_line_bytes"]:
-        return tr("the last line is torn ({size} bytes, no newline, not JSON): what a crash in the middle of a "
-                  "write leaves; the lesson ignores it and reports it", size=report["torn_last_line_bytes"])
+    if report["partial_tail_bytes"]:
+        return tr("the last line is a partial tail ({size} bytes, no newline, not JSON): what a crash in the "
+                  "middle of a write leaves; the lesson ignores it and reports it", size=report["partial_tail_bytes"])
     if report["last_line_unterminated"]:
         return tr("every record is whole, but the last one lost its newline")
     return tr("yes: every line ends in a newline and holds one JSON record")
@@ -131,11 +131,11 @@ def _completeness(report: dict) -> str:
 
 def _crash_line(source_format: str) -> str:
     if source_format in AGENT_CLIS:
-        return tr("after a crash: this agent appends without fsync and has no sequence: a crash can leave a torn "
-                  "last line, and a power cut can lose lines it already showed, with nothing in the file to say so; "
+        return tr("after a crash: this agent appends without fsync and has no sequence: a crash can leave a partial "
+                  "tail, and a power cut can lose lines it already showed, with nothing in the file to say so; "
                   "on resume it skips lines it cannot parse, where the lesson's reader stops and names the line")
     return tr("after a crash: nothing in the file says whether its writer synced each line, and with no sequence a "
-              "lost line leaves no gap to see; a crash can also leave a torn last line")
+              "lost line leaves no gap to see; a crash can also leave a partial tail")
 
 
 def _order_lines(report: dict, *, has_ids: bool) -> list[str]:
