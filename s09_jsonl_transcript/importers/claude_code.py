@@ -13,7 +13,7 @@ block each.
     anything else (system, progress, queue-operation, images, newer types) -> source-record (evidence)
 
 Duplicates: a line whose uuid was seen before, or a block of an API message (message.id) identical to one
-already imported, is merged: counted, not written again. Sidechains: inside a main session, records with
+already imported (the last RECENT_MESSAGES API messages are remembered), is merged: counted, not written again. Sidechains: inside a main session, records with
 isSidechain true belong to a subagent; they are kept as evidence, so replay never mixes a subagent's turns
 into the main conversation. A subagent's own file (agent-*.jsonl) is a session of its own: import it by
 itself, and there its records are its conversation.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 from ..code import (
@@ -39,6 +40,7 @@ FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
                           "queue-operation"})
 TREE_FIELDS = ("uuid", "parentUuid", "sessionId")
+RECENT_MESSAGES = 256  # API messages whose blocks are remembered, to merge a repeated block (memory stays flat)
 
 
 def looks_like(record) -> bool:
@@ -73,7 +75,7 @@ class Mapper:
         self.streamed_lines = 0
         self.sidechain_records = 0
         self._seen_uuids = set()
-        self._blocks_of_message = {}  # message.id -> fingerprints of its blocks already imported
+        self._blocks_of_message = OrderedDict()  # message.id -> fingerprints of its blocks already imported
 
     def convert(self, record: dict, provenance: dict, raw: bytes = b"") -> tuple[str, list[dict]]:
         """(outcome, events) for one record; provenance is the line's, and is extended with the record's own."""
@@ -123,6 +125,9 @@ class Mapper:
             return content
         continues = message_id in self._blocks_of_message
         seen = self._blocks_of_message.setdefault(message_id, set())
+        self._blocks_of_message.move_to_end(message_id)
+        if len(self._blocks_of_message) > RECENT_MESSAGES:
+            self._blocks_of_message.popitem(last=False)  # a streamed message's lines follow one another
         fingerprints = [_fingerprint(block) for block in content]
         fresh = [block for block, fingerprint in zip(content, fingerprints) if fingerprint not in seen]
         seen.update(fingerprints)
