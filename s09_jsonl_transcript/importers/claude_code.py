@@ -12,11 +12,12 @@ block each.
     file-history-snapshot   -> file-history-snapshot                  summary -> ai-title
     anything else (system, progress, queue-operation, images, newer types) -> source-record (evidence)
 
-Duplicates: a line whose uuid was seen before, or a block of an API message (message.id) identical to one
-already imported (the last RECENT_MESSAGES API messages are remembered), is merged: counted, not written again. Sidechains: inside a main session, records with
-isSidechain true belong to a subagent; they are kept as evidence, so replay never mixes a subagent's turns
-into the main conversation. A subagent's own file (agent-*.jsonl) is a session of its own: import it by
-itself, and there its records are its conversation.
+Duplicates: a line whose uuid was seen before, or a block of an API message (message.id) identical to
+one already imported (the last RECENT_MESSAGES API messages are remembered), is merged: counted, not
+written again. Sidechains: inside a main session, records with isSidechain true belong to a subagent;
+they are kept as evidence, so replay never mixes a subagent's turns into the main conversation. A
+subagent's own file (agent-*.jsonl) is a session of its own: import it by itself, and there its records
+are its conversation.
 """
 
 from __future__ import annotations
