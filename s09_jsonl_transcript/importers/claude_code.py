@@ -94,7 +94,10 @@ class Mapper:
         if kind in ("user", "assistant"):
             return self._conversation(record, kind, provenance)
         if kind == "summary" and isinstance(record.get("summary"), str):
-            return MAPPED, [{"type": TYPE_AI_TITLE, "title": record["summary"], "source": provenance}]
+            event = {"type": TYPE_AI_TITLE, "title": record["summary"], "source": provenance}
+            if isinstance(record.get("leafUuid"), str):
+                event["source"] = {**provenance, "leaf_uuid": record["leafUuid"]}  # the conversation it names
+            return MAPPED, [event]
         if kind == "file-history-snapshot":
             return MAPPED, [_snapshot(record, provenance)]
         return EVIDENCE, [{**evidence(record, str(kind)), "source": provenance}]

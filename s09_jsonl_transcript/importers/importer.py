@@ -53,7 +53,7 @@ def import_session(source, root, *, source_format: str = AUTO, workspace: str | 
         planned.subagent_files = len(claude_code.subagent_files_beside(source))
     if dry_run:
         return planned
-    transcript = _new_target(root, planned)
+    transcript = _new_target(root, planned, clock)
     try:
         written = _convert(source, MAPPERS[chosen], transcript, chunk_events, stop_at=planned.bytes_read)
         _check_same(planned, written)
@@ -90,9 +90,9 @@ def _chosen_format(source: Path, source_format: str) -> str:
     return detected
 
 
-def _new_target(root, planned: ImportSummary) -> DurableTranscript:
+def _new_target(root, planned: ImportSummary, clock) -> DurableTranscript:
     try:
-        return DurableTranscript.for_session(root, planned.workspace, planned.session_id, new=True)
+        return DurableTranscript.for_session(root, planned.workspace, planned.session_id, new=True, clock=clock)
     except FileExistsError:
         raise ImportRefused(tr("the session {workspace}/{session} already exists under this root: it was imported "
                                "before, or another session has its name (pass --session NAME); nothing written",
