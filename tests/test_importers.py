@@ -421,3 +421,19 @@ def test_a_result_whose_call_is_missing_is_counted_and_left_out_of_replay(tmp_pa
     messages = DurableTranscript(summary.target).replay()
     assert not any(block.get("tool_use_id") == "call_A1" for m in messages if isinstance(m["content"], list)
                    for block in m["content"])
+
+
+def test_seed_002_through_the_adapter_gives_the_answers_issue_20_found_missing(tmp_path):
+    """Read as it is, seed 002's log replayed 0 messages, counted 0 tool calls and hid its pending write."""
+    from s09_jsonl_transcript.lessons.production import recovery_plan
+    from s09_jsonl_transcript.turns import audit, session_status
+
+    events = written_events(import_session(SEED, tmp_path))
+    # every message, call and result of the source is a chat message of replay (each uuid once)
+    chat = {r["uuid"] for r in records_of(SEED) if r["type"] in ("user_message", "assistant_text", "tool_use",
+                                                                  "tool_result")}
+    assert len(DurableTranscript(import_session(SEED, tmp_path, session="again").target).replay()) == len(chat) == 6
+    assert [call.name for call in audit(events).tool_calls] == ["write", "write"]
+    assert all(event.get("recorded_at") for event in events)  # a timeout has a clock to read
+    assert str(session_status(events)).startswith("running")
+    assert "write" in str(recovery_plan(events)) and "may have run" in str(recovery_plan(events))
