@@ -307,3 +307,12 @@ def test_the_interactive_shell_speaks_chinese(tmp_path):
 def test_a_usage_error_is_chinese_too(tmp_path):
     result = run("--lang", "zh", "inspect", "missing.jsonl", cwd=tmp_path)
     assert result.returncode == 2 and result.stderr == "s09：错误：没有这个 transcript 文件：missing.jsonl\n"
+
+
+def test_inspect_on_a_file_of_no_known_format_does_not_offer_an_import(tmp_path):
+    path = tmp_path / "notes.jsonl"
+    path.write_text('{"note": "hello"}\n{"note": "again"}\n')
+    result = run("inspect", str(path))
+    assert result.returncode == 1
+    assert "format:        an unknown format" in result.stdout and "no format the kit can import" in result.stdout
+    assert "order:         the file's order only: no ids link the records" in result.stdout

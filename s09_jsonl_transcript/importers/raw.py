@@ -112,8 +112,11 @@ def format_raw_inspection(report: dict) -> str:
         _crash_line(report["format"]),
     ]
     lines.extend(_order_lines(report, has_ids=report["format"] in IDS_WITHOUT_ORDER))
-    lines.append(tr("verdict:       not a lesson transcript: import it (python -m s09_jsonl_transcript import "
-                    "{name} --root ROOT) to read it with the kit", name=report["file"]))
+    if report["format"] == UNKNOWN:
+        lines.append(tr("verdict:       not a lesson transcript, and in no format the kit can import"))
+    else:
+        lines.append(tr("verdict:       not a lesson transcript: import it (python -m s09_jsonl_transcript import "
+                        "{name} --root ROOT) to read it with the kit", name=report["file"]))
     return "\n".join(lines)
 
 
