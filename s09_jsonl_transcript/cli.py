@@ -39,6 +39,7 @@ from .code import (
 from .importers import (
     FORMAT_CHOICES,
     IMPORTABLE,
+    UNKNOWN,
     ImportRefused,
     detect_format,
     foreign_format_message,
@@ -102,7 +103,7 @@ def inspect_file(path, *, integrity: bool = False) -> tuple[str, dict]:
     WorkBuddy, or an unknown format) is recognised before it is read as a transcript.
     """
     path = _existing_file(path)
-    if detect_format(path) in IMPORTABLE + ("unknown",):
+    if detect_format(path) in IMPORTABLE + (UNKNOWN,):
         return "raw", inspect_raw(path)
     return "transcript", inspect_transcript(path, integrity=integrity)
 

@@ -437,3 +437,10 @@ def test_seed_002_through_the_adapter_gives_the_answers_issue_20_found_missing(t
     assert all(event.get("recorded_at") for event in events)  # a timeout has a clock to read
     assert str(session_status(events)).startswith("running")
     assert "write" in str(recovery_plan(events)) and "may have run" in str(recovery_plan(events))
+
+
+@pytest.mark.parametrize("asked, made", [("../../etc", "etc"), ("a..b", "a.b"), ("my session/1", "my-session-1"),
+                                         (".hidden", "hidden"), ("会话", "imported")])
+def test_names_from_the_source_or_the_user_stay_inside_root(tmp_path, asked, made):
+    summary = import_session(SEED, tmp_path / "root", session=asked, workspace=asked)
+    assert Path(summary.target) == tmp_path / "root" / "projects" / made / f"{made}.jsonl"

@@ -101,7 +101,7 @@ def _new_target(root, planned: ImportSummary, clock) -> DurableTranscript:
 
 def _safe_name(name: str) -> str:
     """name as one safe path component: characters other than letters, digits, '.', '_' and '-' become '-'."""
-    cleaned = _UNSAFE.sub("-", name).lstrip(".-")[:MAX_NAME]
+    cleaned = re.sub(r"\.{2,}", ".", _UNSAFE.sub("-", name)).lstrip(".-")[:MAX_NAME]  # ".." could climb out
     return cleaned or DEFAULT_WORKSPACE
 
 
