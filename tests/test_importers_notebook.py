@@ -116,3 +116,12 @@ def test_the_damaged_copies_are_what_their_names_say(tmp_path):
 
 def test_pending_text_names_the_call_a_session_left_running(tmp_path):
     assert your_agent.pending_text(import_session(CODEX, tmp_path)).endswith("pending calls: shell (call_A4)")
+
+
+def test_automated_runs_can_point_the_cell_at_an_empty_home(tmp_path, monkeypatch):
+    home = fake_home(tmp_path)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv(your_agent.AGENT_HOME_VARIABLE, raising=False)
+    assert your_agent.own_sessions().startswith("Claude Code: 1 sessions found")
+    monkeypatch.setenv(your_agent.AGENT_HOME_VARIABLE, str(tmp_path / "empty"))
+    assert your_agent.own_sessions().startswith("No Claude Code or Codex sessions on this machine")

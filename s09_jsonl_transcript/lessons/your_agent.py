@@ -13,6 +13,7 @@ Every sentence is in the language in use (i18n.use); the Chinese is in locale/zh
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -26,6 +27,7 @@ tr = i18n.translator("your_agent")
 OWN_SESSION_LIMIT = 3  # the newest sessions of each agent imported by the last cell
 CLAUDE_FOLDER = (".claude", "projects")
 CODEX_FOLDER = (".codex", "sessions")
+AGENT_HOME_VARIABLE = "S09_AGENT_HOME"
 
 
 def peek(path, count: int = 3) -> str:
@@ -161,12 +163,18 @@ def own_session_files(home) -> dict:
             for agent, paths in found.items() if paths}
 
 
+def agent_home() -> Path:
+    """Where the agents' folders are looked for: $S09_AGENT_HOME when set (automated runs point it at an empty
+    folder, so they never read a machine's sessions), else the user's home."""
+    return Path(os.environ.get(AGENT_HOME_VARIABLE) or Path.home())
+
+
 def own_sessions(home=None, limit: int = OWN_SESSION_LIMIT) -> str:
     """Import the newest sessions of the student's own agents into a temporary root, and say what was found.
 
     Only counts are printed: no file name, path, id or content. Without such sessions: one sentence.
     """
-    found = own_session_files(Path.home() if home is None else home)
+    found = own_session_files(agent_home() if home is None else home)
     if not found:
         return tr("No Claude Code or Codex sessions on this machine (~/.claude/projects, ~/.codex/sessions): "
                   "nothing to import here; the samples above show what an import does.")
