@@ -444,3 +444,39 @@ def test_seed_002_through_the_adapter_gives_the_answers_issue_20_found_missing(t
 def test_names_from_the_source_or_the_user_stay_inside_root(tmp_path, asked, made):
     summary = import_session(SEED, tmp_path / "root", session=asked, workspace=asked)
     assert Path(summary.target) == tmp_path / "root" / "projects" / made / f"{made}.jsonl"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_any_damage_is_either_refused_with_nothing_written_or_imported_with_every_line_accounted_for(tmp_path, name):
+    import random
+
+    original = SAMPLES[name].read_bytes()
+    chooser = random.Random(f"s09-importers-{name}")  # fixed seed: the same damage on every run
+    outcomes = Counter()
+    for trial in range(40):
+        data = bytearray(original)
+        for _ in range(chooser.randint(1, 3)):
+            spot = chooser.randrange(len(data))
+            action = chooser.choice(("flip", "cut", "newline"))
+            if action == "flip":
+                data[spot] = chooser.randrange(256)
+            elif action == "cut":
+                del data[spot:]
+                break
+            else:
+                data[spot:spot] = b"\n"
+        source = tmp_path / f"trial-{trial}" / SAMPLES[name].name
+        source.parent.mkdir()
+        source.write_bytes(bytes(data))
+        root = tmp_path / f"root-{trial}"
+        try:
+            summary = import_session(source, root)
+        except ImportRefused:
+            assert nothing_under(root), trial
+            outcomes["refused"] += 1
+            continue
+        outcomes["imported"] += 1
+        assert summary.lines_accounted_for == summary.source_lines == line_count(source), trial
+        assert len(written_events(summary)) == sum(summary.records_written.values()), trial
+        assert source.read_bytes() == bytes(data)
+    assert outcomes["refused"] and outcomes["imported"], outcomes  # the damage reached both answers
