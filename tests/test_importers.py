@@ -392,7 +392,7 @@ def test_inspect_raw_describes_the_tree_as_counted_by_hand():
     assert report["tree"]["branch_points"] == sum(1 for n in parents.values() if n > 1) == 1
     assert report["tree"]["leaves"] == sum(1 for uuid in unique if uuid not in parents)
     assert report["tree"]["missing_parents"] == 0
-    assert report["lines"] == line_count(CLAUDE) and report["has_envelope"] is False
+    assert report["lines"] == line_count(CLAUDE) and report["envelope_lines"] == 0
     assert inspect_raw(CODEX)["tree"] is None
 
 

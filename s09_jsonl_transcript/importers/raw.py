@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import i18n
 from .common import parse_line, source_lines
-from .detect import EMPTY, LESSON, UNKNOWN, detect_format
+from .detect import EMPTY, ENVELOPE, LESSON, UNKNOWN, detect_format
 
 tr = i18n.translator("raw_report")
 
@@ -30,7 +30,7 @@ def inspect_raw(path) -> dict:
     path = Path(path)
     report = {"file": path.name, "format": detect_format(path), "lines": 0, "complete_lines": 0,
               "blank_lines": 0, "bad_lines": 0, "first_bad_line": None, "partial_tail_bytes": 0,
-              "last_line_unterminated": False, "by_type": Counter(), "has_envelope": False}
+              "last_line_unterminated": False, "by_type": Counter(), "envelope_lines": 0}
     tree = _Tree()
     for line in source_lines(path):
         report["lines"] += 1
@@ -50,6 +50,7 @@ def inspect_raw(path) -> dict:
         report["last_line_unterminated"] = not line.terminated
         if isinstance(record, dict):
             report["by_type"][str(record.get("type"))] += 1
+            report["envelope_lines"] += bool(record.keys() & ENVELOPE)
             tree.add(record)
     report["by_type"] = dict(sorted(report["by_type"].items()))
     report["tree"] = tree.summary() if tree.nodes else None
@@ -70,8 +71,8 @@ class _Tree:
         return len(self.depth)
 
     def add(self, record: dict) -> None:
-        uuid, parent = record.get("uuid"), record.get("parentUuid", "absent")
-        if not isinstance(uuid, str) or parent == "absent" or uuid in self.depth:
+        uuid, parent = record.get("uuid"), record.get("parentUuid")
+        if not isinstance(uuid, str) or "parentUuid" not in record or uuid in self.depth:
             return
         if parent is None:
             self.roots += 1
