@@ -373,7 +373,9 @@ def power_loss_campaign(*, integrity_modes=(False, True), every_byte: bool = Tru
 
     every_byte tears the workload's writes at every byte (False: a few edges only);
     repair_every_byte does the same for the writes of the repairs. progress(done, total)
-    is called once per first-level state.
+    is called after each first-level state and the repairs crashed from it: done counts
+    the states checked so far, total adds the first-level states still to come (their
+    repairs are not known yet), so at the end both are report.states.
     """
     report = PowerLossReport()
     with tempfile.TemporaryDirectory(prefix="s09-powerloss-", dir=root or _scratch_root()) as scratch:
@@ -390,7 +392,7 @@ def power_loss_campaign(*, integrity_modes=(False, True), every_byte: bool = Tru
             if check.repair_needed:
                 _crash_the_repair(folder, state, integrity, repair_every_byte, report, recording.commit_points)
             if progress is not None:
-                progress(done, len(work))
+                progress(report.states, report.states + len(work) - done)
     return report
 
 
