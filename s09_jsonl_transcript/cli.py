@@ -1,11 +1,11 @@
 """The command line of the reference library: the demo, a small shell, inspect, replay and import.
 
-    python s09_jsonl_transcript/code.py                 the three-act crash demo
-    python s09_jsonl_transcript/code.py --interactive   append events by hand
-    python s09_jsonl_transcript/code.py inspect FILE    validate and summarise a transcript, or say what
-                                                        the lesson would say about a raw agent file
-    python s09_jsonl_transcript/code.py replay FILE --max-items N
-    python s09_jsonl_transcript/code.py import FILE --root ROOT [--format auto|claude-code|codex|...] [--json]
+    python -m s09_jsonl_transcript                   the three-act crash demo (as code.py runs it)
+    python -m s09_jsonl_transcript --interactive     append events by hand
+    python -m s09_jsonl_transcript inspect FILE      validate and summarise a transcript, or say what
+                                                     the lesson would say about a raw agent file
+    python -m s09_jsonl_transcript replay FILE --max-items N
+    python -m s09_jsonl_transcript import FILE --root ROOT [--format auto|claude-code|codex|...] [--json]
 
 Everything it prints is in the language of --lang, or of the locale (Chinese when LC_ALL, LC_MESSAGES
 or LANG says zh); the Chinese is in locale/zh/cli.json. Event types, field names and the library's
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -202,11 +201,10 @@ def new_session(root, workspace: str, name: str) -> DurableTranscript:
 
 
 def _run_demo(args) -> int:
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="s09-demo-"))
     (root / "projects" / "demo" / "session-1.jsonl").unlink(missing_ok=True)  # a rerun in the same --root
     try:
-        ok = demo(root, color=color, lang=args.lang)
+        ok = demo(root, lang=args.lang)
     finally:
         if args.root or args.keep:
             print("\n" + tr("transcripts kept in {folder}", folder=root / "projects" / "demo"))
@@ -302,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
         made.add_argument("-h", "--help", action="help", help=tr("show this help and exit"))
         return made
 
-    parser = parser_with_help(_Parser, prog="python s09_jsonl_transcript/code.py",
+    parser = parser_with_help(_Parser, prog="python -m s09_jsonl_transcript",
                               description=tr("s09 JSONL transcript: the three-act crash demo and tools."))
     parser.add_argument("--root", help=tr("write the demo's transcripts under DIR and keep them"))
     parser.add_argument("--keep", action="store_true", help=tr("keep the demo's temporary folder"))
