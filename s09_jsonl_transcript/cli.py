@@ -214,20 +214,20 @@ def _run_demo(args) -> int:
 
 
 def shell_help() -> str:
-    """The shell's list of commands, in the language in use."""
-    return "\n".join([
-        tr("commands:"),
-        tr("  user TEXT            append a user message"),
-        tr("  assistant TEXT       append an assistant message"),
-        tr("  reason TEXT          append a reasoning event"),
-        tr("  tool NAME [JSON]     append a function call (arguments as a JSON object)"),
-        tr("  result TEXT          append the result of the oldest pending call"),
-        tr("  title TEXT           append an ai-title"),
-        tr("  replay [N]           print the messages of the last N events"),
-        tr("  recover              validate the whole file and summarise the rebuilt state"),
-        tr("  raw                  print the file as it is on disk"),
-        tr("  quit                 leave"),
-    ])
+    """The shell's list of commands, in the language in use (the commands themselves are typed as they are)."""
+    commands = [
+        ("user TEXT", tr("append a user message")),
+        ("assistant TEXT", tr("append an assistant message")),
+        ("reason TEXT", tr("append a reasoning event")),
+        ("tool NAME [JSON]", tr("append a function call (arguments as a JSON object)")),
+        ("result TEXT", tr("append the result of the oldest pending call")),
+        ("title TEXT", tr("append an ai-title")),
+        ("replay [N]", tr("print the messages of the last N events")),
+        ("recover", tr("validate the whole file and summarise the rebuilt state")),
+        ("raw", tr("print the file as it is on disk")),
+        ("quit", tr("leave")),
+    ]
+    return "\n".join([tr("commands:")] + [f"  {command:<20} {text}" for command, text in commands])
 
 
 def run_shell(transcript: DurableTranscript, lines, out=print) -> None:
