@@ -1,16 +1,12 @@
 """s09 JSONL transcript: evidence is append-only, runtime state is rebuilt.
 
-One JSON event per line. Every append is one write of the whole line on an O_APPEND
-descriptor, then fsync: an event whose append returned survives a crash. After a
-crash, a fresh process checks every line and rebuilds the runtime state. Only an
-unterminated last line is forgiven; any other damage raises TranscriptCorruptionError.
-
-Read it top to bottom, in the order of the lesson's walkthrough: 1. event types and
-the envelope; 2. append; 3. reading and the partial-tail rule; 4. replay and recover;
-5. the memory gate; 6. MockLLM and the three-act demo (a real SIGKILL).
-
-Run the demo: python s09_jsonl_transcript/code.py [--lang zh] [--root DIR]
-Standard library only; it imports nothing else from the kit.
+One JSON event per line. Every append is one write of the whole line on an O_APPEND descriptor,
+then fsync: an event whose append returned survives a crash. After a crash, a fresh process checks
+every line and rebuilds the runtime state. Only an unterminated last line is forgiven; any other
+damage raises TranscriptCorruptionError. Read it top to bottom, in the lesson's walkthrough order:
+1. event types and the envelope; 2. append; 3. reading and the partial-tail rule; 4. replay and
+recover; 5. the memory gate; 6. MockLLM and the three-act demo (a real SIGKILL). Helpers follow the
+class. Standard library only. Run the demo: python s09_jsonl_transcript/code.py [--lang zh] [--root DIR]
 """
 
 from __future__ import annotations
@@ -324,7 +320,7 @@ class JSONLTranscript:
         summary, reason = _required_text("summary", summary), _required_text("reason", reason)
         events = self.read_events()
         if sequence > len(events):
-            raise MemorySelectionError(f"unknown transcript event: {event_id} (not in the file, or not durable)")
+            raise MemorySelectionError(f"unknown transcript event: {event_id}")
         event = events[sequence - 1]
         if event["schema_version"] > SCHEMA_VERSION:
             raise MemorySelectionError(f"{event_id} has a newer schema_version: kept as evidence, never selected")
@@ -544,8 +540,10 @@ class MockLLM:
 
     def next_event(self) -> dict | None:
         """The next event of the script (a fresh copy), or None when the session is over."""
+        if self.position == len(self.script):
+            return None
         self.position += 1
-        return copy.deepcopy(self.script[self.position - 1]) if self.position <= len(self.script) else None
+        return copy.deepcopy(self.script[self.position - 1])
 
 
 def run_agent(transcript: JSONLTranscript, llm: MockLLM, on_append=None) -> list[dict]:
@@ -613,7 +611,7 @@ def demo(root, ticking: bool = False, lang: str = "en") -> bool:
         "  恢复了 {events} 个事件、{messages} 条消息，标题 {title!r}",
         events=state["total_events"], messages=state["message_count"], title=state["title"])
     say("  partial tail ignored: {ignored}; tool calls still pending: {pending}",
-        "  已忽略 partial tail：{ignored}；仍在等待结果的工具调用：{pending}",
+        "  已忽略 partial tail：{ignored}；待回应的工具调用：{pending}",
         ignored=state["ignored_partial_tail"], pending=[call["callId"] for call in state["pending_calls"]])
     ok = state["messages"] == acknowledged
     say("  check: recovered messages == the messages Part 1 acknowledged: {ok}",

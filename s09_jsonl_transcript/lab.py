@@ -53,7 +53,7 @@ MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers re
 BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
 CHAIN_FIELD = "chain"  # integrity mode only: sha256 of (previous line, this line), always the last field
 LAB_FIELDS = frozenset({BATCH_END_FIELD, CHAIN_FIELD})  # written by the lab, refused in events
-RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | LAB_FIELDS  # every field append writes itself
+RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | {BATCH_END_FIELD}  # the envelope, and batch_end on a batch's records
 BLOCK = 64 * 1024  # how much a reader reads at a time, from either end of the file
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))

@@ -95,12 +95,14 @@ def test_paired_ratio_is_the_median_of_ratios_within_rounds():
 
 def test_the_bare_baseline_and_sqlite_write_the_very_bytes_append_wrote(tmp_path):
     samples = bench.single_write_costs(tmp_path, rounds=2, per_round=4, text_bytes=80, sqlite_modes=("FULL", "NORMAL"))
-    assert set(samples) == {"append", "bare", "write_only", "sqlite_FULL", "sqlite_NORMAL"}
+    assert set(samples) == {"append", "lesson_append", "bare", "write_only", "sqlite_FULL", "sqlite_NORMAL"}
     assert all(len(values) == 2 and all(value > 0 for value in values) for values in samples.values())
     appended = (tmp_path / "single-append.jsonl").read_bytes()
     after_warm_up = appended.split(b"\n", 4)[4]  # the first 4 lines were the warm-up round
     assert (tmp_path / "single-bare.jsonl").read_bytes() == after_warm_up
     assert (tmp_path / "single-unsynced.jsonl").read_bytes() == after_warm_up
+    lesson = [json.loads(line) for line in (tmp_path / "single-lesson.jsonl").read_bytes().splitlines()]
+    assert len(lesson) == 4 * 3  # the warm-up round and two measured rounds of the same events
     for mode in ("FULL", "NORMAL"):
         with sqlite3.connect(tmp_path / f"single-{mode}.sqlite3") as connection:
             records = [row[0] for row in connection.execute("SELECT record FROM events ORDER BY sequence")]
@@ -206,7 +208,8 @@ def test_the_quick_command_prints_seven_figures_and_writes_the_raw_numbers(tmp_p
 
 def fake_measured(batch: dict) -> dict:
     """What run_all returns, with the given batch samples and placeholder samples elsewhere."""
-    return {"single": {"append": [1.0], "bare": [1.0], "write_only": [0.1], "sqlite_FULL": [1.0]},
+    return {"single": {"append": [1.0], "lesson_append": [1.0], "bare": [1.0], "write_only": [0.1],
+                       "sqlite_FULL": [1.0]},
             "batch": batch, "replay": {"big": [2.0], "small": [1.0]}, "open_append": {"big": [2.0], "empty": [1.0]},
             "recover": {"recover": [1.0], "json_loads": [1.0]},
             "memory": {"baseline_bytes": 0, "peak_bytes": 2**20}, "big_bytes": 2**30}

@@ -471,7 +471,9 @@ def power_loss_campaign(*, integrity_modes=None, every_byte: bool = True, repair
     default with the chain off and on) or "lesson" (JSONLTranscript, which has no chain).
     every_byte tears the workload's writes at every byte (False: a few edges only);
     repair_every_byte does the same for the writes of the repairs. progress(done, total)
-    is called once per first-level state.
+    is called after each first-level state and the repairs crashed from it: done counts
+    the states checked so far, total adds the first-level states still to come (their
+    repairs are not known yet), so at the end both are report.states.
     """
     if integrity_modes is None:
         integrity_modes = (False, True) if checked_subject(subject) == LAB else (False,)
@@ -491,7 +493,7 @@ def power_loss_campaign(*, integrity_modes=None, every_byte: bool = True, repair
                 _crash_the_repair(folder, state, integrity, repair_every_byte, report, recording.commit_points,
                                   subject)
             if progress is not None:
-                progress(done, len(work))
+                progress(report.states, report.states + len(work) - done)
     return report
 
 
