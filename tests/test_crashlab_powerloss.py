@@ -294,7 +294,7 @@ def test_the_powerloss_command_fails_on_a_finding_of_either_class(capsys, monkey
 
 @pytest.mark.slow
 def test_the_lessons_full_power_loss_campaign_tears_every_byte_and_finds_nothing(tmp_path):
-    # The every-byte campaign `python -m s09_jsonl_transcript.crashlab powerloss` runs (about 1.5 minutes).
+    # The every-byte campaign `python -m s09_jsonl_transcript.crashlab powerloss` runs (about a minute).
     report = power_loss_campaign(subject=LESSON, root=tmp_path)
     assert report.ok, [(check.finding, check.state.description) for check in report.findings[:3]]
     assert report.states > report.repair_states > 10 * len(record_workload(tmp_path / "w", subject=LESSON).written)
