@@ -142,22 +142,29 @@ def test_one_flip_in_words():
     assert flipped_example(integrity=True, offset=40).startswith("TranscriptCorruptionError at line 1")
 
 
-def test_the_damage_command_checks_the_lesson_against_the_lab(capsys):
-    assert crashlab_main(["damage", "--sessions", "1", "--classes", "lesson"]) == 0
+def _campaign_from(reports, lesson_report, planted_disagreement=False):
+    """A stand-in for damage_campaign that hands out this module's reports (so the CLI tests run no campaign)."""
+    def campaign(*, integrity, subject, **options):
+        report = copy.deepcopy(lesson_report if subject == "lesson" else reports[integrity])
+        if planted_disagreement and subject == "lesson":
+            report.truncations[3] = CORRUPT
+        return report
+    return campaign
+
+
+def test_the_damage_command_reports_each_class_and_checks_the_lesson_against_the_lab(
+        capsys, monkeypatch, reports, lesson_report):
+    monkeypatch.setattr(cli, "damage_campaign", _campaign_from(reports, lesson_report))
+    assert crashlab_main(["damage", "--sessions", "1"]) == 0
     out = capsys.readouterr().out
-    assert "lesson (JSONLTranscript)" in out
+    assert out.count("lab (DurableTranscript)") == 2 and out.count("lesson (JSONLTranscript)") == 1
     assert "0 damaged files judged differently from the lab with the chain off" in out
     assert out.strip().endswith(" passed, 0 failed")
 
 
 def test_the_damage_command_fails_when_the_readers_disagree(capsys, monkeypatch, reports, lesson_report):
-    def campaign(*, integrity, subject, **options):  # the module's reports, one of them planted with a disagreement
-        report = copy.deepcopy(lesson_report if subject == "lesson" else reports[integrity])
-        if subject == "lesson":
-            report.truncations[3] = CORRUPT
-        return report
-
-    monkeypatch.setattr(cli, "damage_campaign", campaign)
+    monkeypatch.setattr(cli, "damage_campaign", _campaign_from(reports, lesson_report, planted_disagreement=True))
     assert crashlab_main(["damage", "--sessions", "1"]) == 1
     out = capsys.readouterr().out
     assert "1 damaged files judged differently" in out and out.strip().endswith(" passed, 1 failed")
+    assert crashlab_main(["damage", "--sessions", "1", "--classes", "lab"]) == 0  # the lab alone is not judged by it
