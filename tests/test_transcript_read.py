@@ -376,6 +376,7 @@ def test_after_cutting_a_torn_tail_the_chain_continues_from_the_last_record(tmp_
     assert len(DurableTranscript(sealed.path, integrity=True).read_events()) == 2
 
 
+@pytest.mark.slow  # writes and reads a large transcript: the full tier runs it
 def test_recover_streams_and_keeps_only_its_window(tmp_path):
     """recover() holds its window plus, at most, the records of one batch (a batch is kept whole or not at all)."""
     import tracemalloc
