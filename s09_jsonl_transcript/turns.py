@@ -30,9 +30,11 @@ from typing import Iterable
 from .code import (
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
+    TYPE_FILE_SNAPSHOT,
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
+    TYPE_REASONING,
     JSONLTranscript,
 )
 
@@ -43,6 +45,20 @@ TYPE_RESUME = "resume_command"
 TYPE_RETRY = "retry_command"
 TYPE_TIMEOUT = "timeout"
 COMMAND_TYPES = (TYPE_PAUSE, TYPE_RESUME, TYPE_RETRY)
+# Events of the live log (live.py): what they mean is said where they are written.
+TYPE_PART_START = "part_start"  # a stream of the open turn began; its final part carries the same part_id
+TYPE_REWIND = "rewind"  # every projection drops the events after to_sequence that came before this marker
+TYPE_HANDOFF = "handoff"  # a token-budget handoff: committed (it takes a sequence), hidden from clients
+TYPE_PERMISSION = "permission_decision"  # who allowed or denied a tool call, and why (the audit lists them)
+TYPE_MIGRATED = "session_migrated"  # this copy of the session moved to another harness: no more commits here
+TYPE_FORKED = "session_forked"  # the last event of a fork: which session and sequence it was copied from
+LIVE_TYPES = (TYPE_PART_START, TYPE_REWIND, TYPE_HANDOFF, TYPE_PERMISSION, TYPE_MIGRATED, TYPE_FORKED)
+PERMISSION_DECISIONS = ("allow", "deny")
+# Every event type the kit understands: the lesson's six, the turn markers and commands, the live log's.
+# A recovery plan treats any other type as an effect it cannot rule out (production.recovery_plan).
+KNOWN_EVENT_TYPES = frozenset({TYPE_MESSAGE, TYPE_REASONING, TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT,
+                               TYPE_FILE_SNAPSHOT, TYPE_AI_TITLE, TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT,
+                               *COMMAND_TYPES, *LIVE_TYPES})
 
 # Why a turn started (the "reason" of turn_start).
 START_USER = "user_initiated"  # the user sent a message (the design's example)
@@ -170,6 +186,32 @@ DEPARTURES = (
      "why": "the notice is written by the agent to the user: a message with role user would read as the user speaking"},
 )
 
+# --------------------------------------------------------------------------- rewind markers
+
+
+def materialize(events: Iterable[dict]) -> list[dict]:
+    """The events every projection reads: each rewind marker applied, in file order, then left out.
+
+    A rewind marker {"type": "rewind", "to_sequence": N} drops every event in front of it whose
+    sequence is greater than N; events after the marker stay. Nothing on disk changes: the
+    marker is how an append-only log undoes. Replay, the state machine, the audit and the index
+    all read this list, never the raw one. An event without a sequence counts by its position.
+    """
+    kept = []
+    for position, event in enumerate(events, 1):
+        if event.get("type") == TYPE_REWIND and _whole(event.get("to_sequence")):
+            target = event["to_sequence"]
+            kept = [earlier for earlier in kept if earlier.get("sequence", 0) <= target]
+        else:
+            kept.append(event if "sequence" in event else {**event, "sequence": position})
+    return kept
+
+
+def is_understood(event: dict) -> bool:
+    """True when the kit knows what this event means: a known type in a schema version it reads."""
+    return event.get("type") in KNOWN_EVENT_TYPES and event.get("schema_version", SCHEMA_VERSION) <= SCHEMA_VERSION
+
+
 # --------------------------------------------------------------------------- writing the events
 
 
@@ -267,6 +309,35 @@ def tool_result_event(call_id: str, output=None, *, error: str | None = None) ->
             "output": "" if output is None else output}
 
 
+def part_start_event(part_id: str, channel: str, turn_number: int) -> dict:
+    """The durable note that a stream of turn turn_number began: until its final part is committed,
+    the turn cannot complete, in this process or in the next one after a crash."""
+    if not isinstance(part_id, str) or not part_id:
+        raise ValueError(f"part_id must be a non-empty string, not {part_id!r}")
+    return {"type": TYPE_PART_START, "part_id": part_id, "channel": channel,
+            "turn_number": _check_turn_number(turn_number)}
+
+
+def rewind_event(to_sequence: int) -> dict:
+    """The marker that undoes everything after sequence to_sequence (0: everything), without rewriting a byte."""
+    if not _whole(to_sequence):
+        raise ValueError(f"to_sequence must be a whole number >= 0, not {to_sequence!r}")
+    return {"type": TYPE_REWIND, "to_sequence": to_sequence}
+
+
+def handoff_event(reason: str, summary: str) -> dict:
+    """A token-budget handoff: committed with a sequence, never shown to clients (live.CLIENT_HIDDEN_TYPES)."""
+    return {"type": TYPE_HANDOFF, "reason": reason, "summary": summary}
+
+
+def permission_event(call_id: str, tool: str, decision: str, *, by: str = "user", reason: str = "") -> dict:
+    """Who allowed or denied which tool call, and why: the audit's answer to "which permissions were decided"."""
+    if decision not in PERMISSION_DECISIONS:
+        raise ValueError(f"decision must be one of {', '.join(PERMISSION_DECISIONS)}, not {decision!r}")
+    return {"type": TYPE_PERMISSION, "callId": call_id, "tool": tool, "decision": decision, "by": by,
+            "reason": reason}
+
+
 def start_turn(transcript: JSONLTranscript, turn_number: int, reason: str = START_USER) -> dict:
     """Durably append turn_start; returns the record written. (live.py checks the state first.)"""
     return transcript.append(turn_start_event(turn_number, reason))
@@ -302,6 +373,7 @@ class SessionStatus:
     last_reason: str | None  # why the last ended turn ended
     anomalies: list = field(default_factory=list)
     pending_calls: tuple = ()  # callIds of function calls with no result yet
+    open_parts: tuple = ()  # part_ids of streams begun (part_start on disk) whose final part is not
 
     def __str__(self):
         turn = f" {self.open_turn}" if self.open_turn is not None and self.state == RUNNING else ""
@@ -384,12 +456,16 @@ class SessionFold:
         self.first_at = self.last_at = None
         self.last_sequence = 0
         self.expired_at = None  # the sequence of the event that expired the session
+        self.open_parts = {}  # part_id -> turn: a part_start is on disk, the final part is not
+        self.rewound = False  # a rewind marker was folded: refold materialize(events) instead
+        self.migrated_to = None  # where a session_migrated marker says the session went
 
     def copy(self) -> SessionFold:
         """An independent copy: add events to it to see what they would do."""
         twin = SessionFold.__new__(SessionFold)
         twin.__dict__.update(self.__dict__)
         twin.anomalies, twin.pending, twin.answered = list(self.anomalies), dict(self.pending), set(self.answered)
+        twin.open_parts = dict(self.open_parts)
         return twin
 
     def add_all(self, events: Iterable[dict]) -> list[Anomaly]:
@@ -410,15 +486,40 @@ class SessionFold:
             self.first_at = self.first_at or at
             self.last_at = at
         event_type = event.get("type")
-        if event_type in (TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT) and (problem := _marker_problem(event)):
+        if self.migrated_to is not None:
+            self._report(sequence, f"{event_type} after the session migrated to {self.migrated_to}: "
+                                   f"this copy takes no more events")
+        elif event_type in (TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT) and (problem := _marker_problem(event)):
             self._report(sequence, problem)
+        elif event_type == TYPE_REWIND:
+            self.rewound = True  # a fold cannot undo: whoever folds materializes first (session_status does)
+        elif event_type == TYPE_MIGRATED:
+            self.migrated_to = event.get("to", "another harness")
+        elif event_type == TYPE_PART_START:
+            self._part_start(event, sequence)
         elif event_type == TYPE_FUNCTION_CALL:
             self._call(event, sequence, at)
         elif event_type == TYPE_FUNCTION_CALL_RESULT:
             self._result(event, sequence)
         else:
             self._transition(event, sequence, at)
+        if event_type != TYPE_PART_START and isinstance(event.get("part_id"), str):
+            self.open_parts.pop(event["part_id"], None)  # the stream's final part: committed
         return self.anomalies[before:]
+
+    def _part_start(self, event: dict, sequence: int) -> None:
+        part, number = event.get("part_id"), event.get("turn_number")
+        if self.open_turn is None or number != self.open_turn:
+            return self._report(sequence, f"part_start of {part} for turn {number}, but "
+                                          f"{'no turn' if self.open_turn is None else f'turn {self.open_turn}'} "
+                                          f"is open")
+        if part in self.open_parts:
+            return self._report(sequence, f"part_start of {part}, which is already open")
+        self.open_parts[part] = number
+
+    def parts_of(self, turn_number) -> list[str]:
+        """part_ids of the streams of turn turn_number whose final part is not on disk, in order begun."""
+        return [part for part, turn in self.open_parts.items() if turn == turn_number]
 
     def _report(self, sequence: int, message: str) -> None:
         self.anomalies.append(Anomaly(sequence, message))
@@ -459,6 +560,12 @@ class SessionFold:
         if next_state is None:
             return self._report(sequence, f"{trigger} while {self.state}: the state machine has no such "
                                           f"transition ({_HINTS.get(self.state, '')})")
+        if event["type"] == TYPE_TURN_END and event["reason"] == REASON_COMPLETE and self.parts_of(self.open_turn):
+            return self._report(sequence, f"turn {self.open_turn} cannot complete: "
+                                          f"{', '.join(self.parts_of(self.open_turn))} has no committed final part")
+        if event["type"] == TYPE_TURN_END:
+            for part in self.parts_of(self.open_turn):
+                del self.open_parts[part]  # its deltas are gone; the turn_end names it (unfinished_parts)
         if event["type"] == TYPE_TURN_START:
             self._open_turn(event["turn_number"], sequence, at)
         elif event["type"] == TYPE_TURN_END:
@@ -470,6 +577,7 @@ class SessionFold:
             self.paused_at = None
         if next_state == EXPIRED:
             self.expired_at = sequence
+            self.open_parts.clear()
         self.state = next_state
 
     def _open_turn(self, number: int, sequence: int, at) -> None:
@@ -500,7 +608,7 @@ class SessionFold:
     def status(self) -> SessionStatus:
         """The state so far as a SessionStatus."""
         return SessionStatus(self.state, self.decision(), self.open_turn, self.last_turn, self.last_reason,
-                             list(self.anomalies), tuple(self.pending))
+                             list(self.anomalies), tuple(self.pending), tuple(self.open_parts))
 
 
 def session_status(events: Iterable[dict]) -> SessionStatus:
@@ -510,10 +618,11 @@ def session_status(events: Iterable[dict]) -> SessionStatus:
     turn_end with no open turn or for another turn's number, a turn_start while paused or after an
     error (a resume_command or retry_command comes first), work after the session expired, a
     result for a call never made or already answered, a malformed marker. A turn_start while
-    another turn is open is reported (that turn never ended) and opens the new turn.
+    another turn is open is reported (that turn never ended) and opens the new turn. Rewind
+    markers are applied first (materialize).
     """
     fold = SessionFold()
-    fold.add_all(events)
+    fold.add_all(materialize(events))
     return fold.status()
 
 
@@ -537,8 +646,22 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class PermissionDecision:
+    """One permission_decision event: who allowed or denied which tool call, when, and why."""
+
+    sequence: int
+    recorded_at: str | None
+    turn_number: int | None
+    call_id: str
+    tool: str
+    decision: str  # "allow" or "deny"
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Audit:
-    """Totals from turn_end token summaries, and every tool call in order."""
+    """Totals from turn_end token summaries, and every tool call and permission decision in order."""
 
     turns_ended: int
     end_reasons: dict  # reason -> how many turns ended so
@@ -548,27 +671,34 @@ class Audit:
     tool_calls: list
     turns_without_token_summary: list = field(default_factory=list)  # their tokens are not in the totals
     timeouts: dict = field(default_factory=dict)  # limit -> how many times it was reached
+    rejected_turn_ends: list = field(default_factory=list)  # sequences of turn_ends the state machine refused
+    permission_decisions: list = field(default_factory=list)
 
 
 def audit(events: Iterable[dict]) -> Audit:
-    """Add up the token summaries of turn_end events and list the function calls in order.
+    """Add up the token summaries of turn_end events and list the function calls and permission decisions.
 
+    The events are materialized first (rewind markers applied) and folded by the state machine:
+    a turn_end it rejects (no open turn, another turn's number, a complete with a part
+    unfinished) ends no turn and adds no tokens; its sequence is listed in rejected_turn_ends.
     Reads token_summary in the design's keys (total_input, total_output, total_cost) and in the
     kit's older ones (input_tokens, output_tokens, cost_usd). Any other summary raises AuditError
     naming the event: a total is never quietly short. A turn_end without a summary is listed.
     """
     reasons, timeouts, calls, outcomes, unsummarised = Counter(), Counter(), [], {}, []
+    rejected, permissions = [], []
     input_tokens = output_tokens = 0
     cost = 0.0
-    open_turn = None
-    for event in events:
+    fold = SessionFold()
+    for event in materialize(events):
+        open_turn = fold.open_turn  # the turn open when this event came
+        if fold.add(event) and event.get("type") == TYPE_TURN_END:
+            rejected.append(event["sequence"])
+            continue
         event_type = event["type"]
         if event_type in (TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT) and _marker_problem(event):
             continue
-        if event_type == TYPE_TURN_START:
-            open_turn = event["turn_number"]
-        elif event_type == TYPE_TURN_END:
-            open_turn = None
+        if event_type == TYPE_TURN_END:
             reasons[event["reason"]] += 1
             if "token_summary" not in event:
                 unsummarised.append(event["turn_number"])
@@ -585,9 +715,13 @@ def audit(events: Iterable[dict]) -> Audit:
         elif event_type == TYPE_FUNCTION_CALL_RESULT:
             failed = event.get("success") is False or "error" in event
             outcomes.setdefault(event["callId"], "error" if failed else "ok")
+        elif event_type == TYPE_PERMISSION:
+            permissions.append(PermissionDecision(event["sequence"], event.get("recorded_at"), open_turn,
+                                                  event.get("callId"), event.get("tool"), event.get("decision"),
+                                                  event.get("by"), event.get("reason", "")))
     tool_calls = [ToolCall(*call, outcome=outcomes.get(call[4])) for call in calls]
     return Audit(sum(reasons.values()), dict(reasons), input_tokens, output_tokens, round(cost, 6), tool_calls,
-                 unsummarised, dict(timeouts))
+                 unsummarised, dict(timeouts), rejected, permissions)
 
 
 # --------------------------------------------------------------------------- a scripted session

@@ -90,7 +90,7 @@ def run(path: str, mode: str, seed: int, integrity: bool) -> None:
 
 def _stream(log: SessionEventLog) -> None:
     """Stream each event as deltas to a subscriber, then commit its final part; acknowledge the commit."""
-    subscription = log.subscribe(0)
+    subscription = log.subscribe(from_sequence=1)
     _acknowledge(["ready"])
     for n in range(1, MAX_EVENTS + 1):
         _acknowledge(["begin"])

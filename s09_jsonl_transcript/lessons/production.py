@@ -41,6 +41,7 @@ from ..code import (
 )
 from ..turns import (
     DEPARTURES,
+    NO_TURN_MARKERS,
     RUNNING,
     START_USER,
     TOOL_TIMEOUT,
@@ -54,6 +55,8 @@ from ..turns import (
     TYPE_TURN_START,
     USER_MESSAGE,
     SessionStatus,
+    is_understood,
+    materialize,
     session_status,
     trigger_of,
 )
@@ -422,16 +425,25 @@ class _OpenTurn:
     answered: set  # callIds with a result
     tool_timeouts: set  # callIds whose tool_timeout is recorded
     turn_timed_out: bool  # a turn_timeout is recorded
+    not_understood: list  # events of a type (or schema version) the kit does not know: effects it cannot rule out
 
 
 def _open_turn(events: list) -> _OpenTurn:
-    start = max((i for i, event in enumerate(events) if event["type"] == TYPE_TURN_START), default=-1)
+    start = max((i for i, event in enumerate(events) if event.get("type") == TYPE_TURN_START), default=-1)
     turn = events[start + 1:]
-    limits = [(event.get("limit"), event.get("callId")) for event in turn if event["type"] == TYPE_TIMEOUT]
-    return _OpenTurn([event for event in turn if event["type"] == TYPE_FUNCTION_CALL],
-                     {event["callId"] for event in turn if event["type"] == TYPE_FUNCTION_CALL_RESULT},
+    known = [event for event in turn if is_understood(event)]
+    limits = [(event.get("limit"), event.get("callId")) for event in known if event["type"] == TYPE_TIMEOUT]
+    return _OpenTurn([event for event in known if event["type"] == TYPE_FUNCTION_CALL],
+                     {event["callId"] for event in known if event["type"] == TYPE_FUNCTION_CALL_RESULT},
                      {call_id for limit, call_id in limits if limit == TOOL_TIMEOUT},
-                     any(limit == TURN_TIMEOUT for limit, _ in limits))
+                     any(limit == TURN_TIMEOUT for limit, _ in limits),
+                     [event for event in turn if not is_understood(event)])
+
+
+def _not_understood_text(events: list) -> str:
+    """The events a plan cannot interpret, as 'type (event n)'."""
+    return tr(", ").join(f"{event.get('type')!s} ({tr('event {sequence}', sequence=event.get('sequence'))})"
+                         for event in events)
 
 
 def _answer_pending(call: dict, turn: _OpenTurn) -> str:
@@ -468,9 +480,19 @@ def recovery_plan(events) -> RecoveryPlan:
     tool honours (the callId), or ask the user; either way append the answer, then resume the
     turn. A turn whose turn_timeout is on disk without its turn_end gets that turn_end: the
     session expires. A run begun with no turn open (after a retry_command) starts its turn.
+
+    "Nothing changed the world" is said only when every event of the turn is understood: an
+    event of a type the kit does not know (or of a newer schema version) counts as an effect
+    the plan cannot rule out, and the plan says to ask the user. Rewind markers are applied
+    first (turns.materialize).
     """
-    events = list(events)
+    events = materialize(events)
     status = session_status(events)
+    unknown = [event for event in events if not is_understood(event)]
+    if status.decision == NO_TURN_MARKERS and unknown:
+        return RecoveryPlan(status, tr("the log holds events the kit does not understand: {events}; they may "
+                                       "have changed the world, so ask the user before going on",
+                                       events=_not_understood_text(unknown[-3:])))
     if status.state != RUNNING:
         return RecoveryPlan(status, decision_label(status.decision))
     if status.open_turn is None:
@@ -480,6 +502,10 @@ def recovery_plan(events) -> RecoveryPlan:
     if turn.turn_timed_out:
         return RecoveryPlan(status, tr("turn {number} timed out (its turn_timeout is on disk): append its turn_end "
                                        "(timeout); the session is then expired: start a new session", number=number))
+    if turn.not_understood:
+        return RecoveryPlan(status, tr("turn {number} holds events the kit does not understand: {events}; they "
+                                       "may have changed the world, so ask the user before resuming turn {number}",
+                                       number=number, events=_not_understood_text(turn.not_understood)))
     pending = [call for call in turn.calls if call["callId"] not in turn.answered]
     done_effects = [call for call in turn.calls if call["callId"] in turn.answered
                     and call["name"] not in SAFE_TO_REPEAT]
