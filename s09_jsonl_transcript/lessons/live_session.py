@@ -111,7 +111,7 @@ class LiveView:
         self.screen.add_class(RESULT_CLASS)
         self.button.on_click(self.stream)
         self.view = widgets.VBox([widgets.HBox([self.button, self.status]), self.screen])
-        self.subscription = log.subscribe(0, on_event=self.receive)
+        self.subscription = log.subscribe(from_sequence=1, on_event=self.receive)
         self.subscription.wait_delivered()
 
     def receive(self, item) -> None:
@@ -155,7 +155,7 @@ class LiveView:
 
 def subscriber_and_file(view: LiveView, on_disk: list) -> str:
     """What the subscriber received against what the file holds, and the final part as it was written."""
-    final = next(event for event in on_disk if "part_id" in event)
+    final = next(event for event in on_disk if "part_id" in event and event["type"] != "part_start")
     return "\n".join([
         tr("subscriber: {deltas} deltas, {committed} committed events", deltas=view.deltas_seen,
            committed=len(view.committed)),
@@ -288,14 +288,17 @@ def ranges(numbers) -> str:
 
 
 class Client:
-    """A client that keeps its cursor (the last sequence it processed) and reconnects from it."""
+    """A client that keeps its cursor (the last sequence it processed) and reconnects from the next one.
+
+    Cursors are inclusive: subscribe(from_sequence=cursor + 1) starts at the first event not seen yet.
+    """
 
     def __init__(self, log: SessionEventLog):
         self.log, self.cursor, self.received, self.deltas, self.connections = log, 0, [], 0, 0
         self.subscription = None
 
     def connect(self) -> None:
-        self.subscription = self.log.subscribe(self.cursor)
+        self.subscription = self.log.subscribe(from_sequence=self.cursor + 1)
         self.connections += 1
 
     def read(self) -> None:
@@ -350,15 +353,15 @@ def handover(log: SessionEventLog, way: str, meanwhile) -> str:
         raise ValueError(f"way must be one of {', '.join(HANDOVERS)}, not {way!r}")
     cursor = log.last_sequence - 2  # the client has seen all but the last two events
     if way == "replay, then subscribe":
-        got = [event["sequence"] for event in log.read_from(cursor)]
+        got = [event["sequence"] for event in log.read_from(cursor + 1)]
         meanwhile()  # another thread commits here
-        subscription = log.subscribe(log.last_sequence)
+        subscription = log.subscribe(from_sequence=log.last_sequence + 1)
     elif way == "subscribe, then replay":
-        subscription = log.subscribe(log.last_sequence)
+        subscription = log.subscribe(from_sequence=log.last_sequence + 1)
         meanwhile()
-        got = [event["sequence"] for event in log.read_from(cursor)]
+        got = [event["sequence"] for event in log.read_from(cursor + 1)]
     else:
-        subscription = log.subscribe(cursor)
+        subscription = log.subscribe(from_sequence=cursor + 1)
         got = []
         meanwhile()
     log.commit({"type": "message", "role": "user", "content": "and one more, live"})
@@ -388,7 +391,7 @@ def stress_handover(path, events: int = 300, attaches: int = 50) -> str:
     started.wait()
     for _ in range(attaches):
         cursor = log.last_sequence
-        attached.append((cursor, log.subscribe(cursor)))
+        attached.append((cursor, log.subscribe(from_sequence=cursor + 1)))
     thread.join()
     bad = 0
     for cursor, subscription in attached:
