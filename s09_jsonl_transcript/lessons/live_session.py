@@ -403,6 +403,56 @@ def stress_handover(path, events: int = 300, attaches: int = 50) -> str:
               attaches=attaches, events=events, good=attaches - bad, bad=bad)
 
 
+# --------------------------------------------------------------------------- 3b. rewind and fork
+
+
+def first_turn_end(log: SessionEventLog) -> int:
+    """The sequence of the session's first turn_end: where a rewind to "after turn 1" points."""
+    return next(event["sequence"] for event in log.read_from(1) if event["type"] == "turn_end")
+
+
+def rewind_text(log: SessionEventLog, marker: dict, before: bytes) -> str:
+    """What a rewind did: the file only grew, and every projection reads the session without the rewound events.
+
+    before is the file's bytes just before the marker was appended.
+    """
+    raw = JSONLTranscript(log.transcript.path).read_events()
+    shown = log.materialized()
+    questions = [message["content"] for message in log.replay() if message["role"] == "user"]
+    report = turns.audit(raw)
+    return "\n".join([
+        tr("the file holds {count} events; the rewind marker is event {sequence}, to_sequence {target}",
+           count=len(raw), sequence=marker["sequence"], target=marker["to_sequence"]),
+        tr("the bytes in front of the marker are unchanged: {same}",
+           same=log.transcript.path.read_bytes().startswith(before)),
+        tr("every projection reads {count} events: events {first}-{last}", count=len(shown),
+           first=shown[0]["sequence"], last=shown[-1]["sequence"]),
+        tr("replay: the questions {questions}", questions=questions),
+        tr("state machine: {status}; the audit counts {turns} ended turn(s), {tokens} input tokens",
+           status=status_said(log.status()), turns=report.turns_ended, tokens=report.input_tokens),
+    ])
+
+
+def fork_text(source: SessionEventLog, fork: SessionEventLog) -> str:
+    """What a fork holds, and that a second fork under the same name is refused (created exclusively)."""
+    copied = JSONLTranscript(fork.transcript.path).read_events()
+    try:
+        source.fork(fork.session_id)
+        again = tr("a second fork named {name}: written (this must never happen)", name=fork.session_id)
+    except FileExistsError:
+        again = tr("a second fork named {name}: refused (FileExistsError), the first untouched", name=fork.session_id)
+    return "\n".join([
+        tr("fork {name}: events 1-{upto} of {source}, then {marker} ({count} events, one batch)",
+           name=fork.session_id, upto=copied[-1]["upto_sequence"], source=source.session_id,
+           marker=copied[-1]["type"], count=len(copied)),
+        tr("its envelope is its own: session_id {session}, event_id {event_id}", session=copied[0]["session_id"],
+           event_id=copied[0]["event_id"]),
+        again,
+        tr("the fork goes on by itself: turn {turn} starts there; the source stays at sequence {last}",
+           turn=fork.start_turn()["turn_number"], last=source.last_sequence),
+    ])
+
+
 # --------------------------------------------------------------------------- 4. validated appends
 
 

@@ -39,6 +39,8 @@ from ..code import (
     start_child,
     ticking_clock,
 )
+from ..index import unfinished_sessions
+from ..live import SessionEventLog
 from ..turns import (
     DEPARTURES,
     NO_TURN_MARKERS,
@@ -55,9 +57,11 @@ from ..turns import (
     TYPE_TURN_START,
     USER_MESSAGE,
     SessionStatus,
+    audit,
     is_understood,
     materialize,
     session_status,
+    token_summary,
     trigger_of,
 )
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
@@ -389,6 +393,42 @@ def build_sample_root(root) -> list[JSONLTranscript]:
         chat.append({"type": "message", "role": "assistant",
                      "content": "So that what was acknowledged is never rewritten: a crash can only cut the tail."})
     return [bug_fix, turns, chat]
+
+
+def rewound_and_forked_root(root) -> list[str]:
+    """Under root/projects/notes: a session of two turns whose second is rewound, and a fork of its first turn.
+
+    Written through the live log (SessionEventLog.for_session), closed afterwards. Returns the session ids.
+    """
+    folder = Path(root) / "projects" / "notes"
+    log = SessionEventLog.for_session("rewound", folder, clock=ticking_clock())
+    for question, answer in (("What does fsync promise?", "The bytes are on the disk when it returns."),
+                             ("And flush?", "An answer the user took back.")):
+        log.start_turn()
+        log.user_message(question)
+        log.commit({"type": TYPE_MESSAGE, "role": "assistant", "content": answer})
+        log.end_turn(log.status().open_turn, token_summary=token_summary(100, 20, 0.001))
+    first_end = next(event["sequence"] for event in log.read_from(1) if event["type"] == TYPE_TURN_END)
+    log.rewind(first_end)
+    log.fork("rewound-fork", upto_sequence=first_end).close()
+    log.close()
+    return ["rewound", "rewound-fork"]
+
+
+def read_model_after_rewind_text(index, root) -> str:
+    """What the index, the audit and the unfinished-turn scan say about a rewound session and its fork."""
+    rows = {row.session_id: row for row in index.sessions().rows}
+    path = Path(root) / "projects" / "notes" / "rewound.jsonl"
+    report = audit(JSONLTranscript(path).read_events())
+    lines = [tr("{session}: {count} events listed, last sequence {last}", session=name, count=rows[name].event_count,
+                last=rows[name].last_sequence) for name in ("rewound", "rewound-fork")]
+    lines += [tr("search for the answer taken back: {hits} hit(s)",
+                 hits=len(index.search("took back").rows)),
+              tr("the audit of the rewound session: {turns} turn(s) ended, {tokens} input tokens",
+                 turns=report.turns_ended, tokens=report.input_tokens),
+              tr("sessions with an unfinished turn under the root: {found}",
+                 found=[f"{s.workspace}/{s.session_id}" for s in unfinished_sessions(root)] or tr("none"))]
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- recovery: the turn and its tools
