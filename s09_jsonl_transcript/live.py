@@ -253,6 +253,7 @@ class Subscription:
         self._cond = threading.Condition()
         self._queue, self._buffer, self._busy = deque(), [], False  # _buffer: live items held while replaying
         self._behind = False  # live committed events were dropped: read them from the file before going on
+        self._resyncing = False  # reading them back right now
         self._thread = None
 
     def __repr__(self):
@@ -301,7 +302,8 @@ class Subscription:
                 self._enqueue(item, live=False)
             for item in self._buffer:
                 self._enqueue(item, live=True)
-            self._buffer = None
+            self._buffer, self._resyncing = None, False
+            self._cond.notify_all()
         if self.on_event is not None and self._thread is None:
             self._thread = threading.Thread(target=self._deliver, name=self.name, daemon=True)
             self._thread.start()
@@ -311,7 +313,7 @@ class Subscription:
         with self._cond:
             if not self._behind or self._queue or self.released:
                 return
-            self._behind, self._buffer = False, []  # hold live items until the file's part is queued
+            self._behind, self._buffer, self._resyncing = False, [], True  # hold live items meanwhile
             first = self.queued_upto + 1
         self.resyncs += 1
         try:
@@ -385,7 +387,7 @@ class Subscription:
         """Wait until every item queued so far was handed to on_event (callback mode); False on timeout."""
         with self._cond:
             return self._cond.wait_for(
-                lambda: self.released or (not self._queue and not self._busy and not self._behind), timeout)
+                lambda: self.released or not (self._queue or self._busy or self._behind or self._resyncing), timeout)
 
     def release(self) -> None:
         """End the subscription: nothing more is queued or delivered after this returns."""
@@ -568,11 +570,21 @@ class SessionEventLog:
         with self._fanout:
             return bool(self._subscribers) or self._watchdog is not None
 
-    def _evict(self) -> None:
-        """Close the writer's descriptor; the next commit re-reads what it missed and takes the writer again."""
-        with self.transcript.lock:
+    def _evict(self) -> bool:
+        """Close the writer's descriptor unless the log is busy right now; return whether it did.
+
+        The next commit re-reads what it missed and takes the writer again. The lock is only tried:
+        a log in the middle of a commit (or of a migration, which asks the cache for harness B
+        while it holds its own lock) is in use, and waiting for it here could deadlock.
+        """
+        if not self.transcript.lock.acquire(blocking=False):
+            return False
+        try:
             self.transcript.close()
             self._stale = True
+        finally:
+            self.transcript.lock.release()
+        return True
 
     @property
     def clock(self):
@@ -1107,11 +1119,16 @@ def _evict_unpinned(keep) -> None:
 
     The log just asked for (keep) is never the one evicted.
     """
+    busy = set()
     while len(_CACHE) > CACHE_LIMIT:
-        victim = next((key for key, log in _CACHE.items() if key != keep and not log.pinned), None)
+        victim = next((key for key, log in _CACHE.items() if key != keep and key not in busy and not log.pinned),
+                      None)
         if victim is None:
             return  # every log is in use: the bound is exceeded until one is released
-        _CACHE.pop(victim)._evict()
+        if _CACHE[victim]._evict():
+            del _CACHE[victim]
+        else:
+            busy.add(victim)
 
 
 # --------------------------------------------------------------------------- housekeeping

@@ -369,8 +369,8 @@ def test_expired_sessions_are_archived_and_live_ones_stay(tmp_path):
         clock.advance(500)
         old.check_timeouts()
         assert old.status().state == turns.EXPIRED
-    with SessionEventLog.create(tmp_path / "live.jsonl", clock=clock) as live:
-        live.start_turn()
+    with SessionEventLog.create(tmp_path / "live.jsonl", clock=clock) as running:
+        running.start_turn()
     held = DurableTranscript(tmp_path / "held.jsonl", clock=clock)
     held.append(turns.timeout_event(turns.SESSION_MAX_DURATION, 3600, 3700))  # expired, but a writer holds it
     assert live.archive_expired(tmp_path) == ["old"]
