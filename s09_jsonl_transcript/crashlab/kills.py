@@ -19,6 +19,7 @@ from typing import Callable
 
 from ..code import JSONLTranscript, TranscriptCorruptionError, kill_child, start_child
 from ..damage import CLEAN, PARTIAL_TAIL
+from ..lab import DurableTranscript
 from ..live import SessionEventLog
 from ..turns import TYPE_FORKED, materialize
 from .victim import FORK_EVERY, WRITER_MODES, fork_name
@@ -143,7 +144,7 @@ def fork_tally(path: Path, events: list[dict], acknowledged, integrity: bool) ->
             lost += n in set(acknowledged)
             continue
         try:
-            copied = JSONLTranscript(fork, integrity=integrity).read_events()
+            copied = DurableTranscript(fork, integrity=integrity).read_events()
         except TranscriptCorruptionError:
             spliced += 1
             continue
@@ -157,7 +158,7 @@ def _resume_rewind_problem(path: Path, integrity: bool, shown: int) -> str | Non
     try:
         with SessionEventLog.open(path, integrity=integrity) as log:
             log.commit(workload_event(shown + 1))
-        numbers = [event.get("n") for event in materialize(JSONLTranscript(path, integrity=integrity).read_events())]
+        numbers = [event.get("n") for event in materialize(DurableTranscript(path, integrity=integrity).read_events())]
     except Exception as error:  # noqa: BLE001 - any failure to continue is a finding
         return f"resume failed: {type(error).__name__}: {error}"
     return None if numbers == list(range(1, shown + 2)) else f"resume failed: materialized {numbers[-3:]}"
