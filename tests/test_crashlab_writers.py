@@ -1,10 +1,10 @@
 """The kill campaign's rewind and fork writers (issue 20): real processes killed with SIGKILL, then
 the file and every fork read back. The checks are shown to catch what they exist to catch."""
 
-from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab import kills
 from s09_jsonl_transcript.crashlab.victim import fork_name
 from s09_jsonl_transcript.crashlab.workload import workload_event
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.live import SessionEventLog
 from s09_jsonl_transcript.timeouts import ManualClock
 from s09_jsonl_transcript.turns import rewind_event
@@ -29,7 +29,7 @@ def write_events(path, count):
 def test_the_rewind_check_catches_an_acknowledged_event_taken_back(tmp_path):
     path = tmp_path / "r.jsonl"
     write_events(path, 4)
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     assert kills.rewind_tally(events, [1, 2, 3, 4]).ok
     wrong = [*events, {**rewind_event(2), "sequence": 5}]  # a rewind that went one too far back
     counts = kills.rewind_tally(wrong, [1, 2, 3, 4])
@@ -43,7 +43,7 @@ def test_the_fork_check_catches_a_missing_or_partial_fork(tmp_path):
             record = log.commit(workload_event(n))
             if n % 3 == 0:
                 log.fork(fork_name(path, n), upto_sequence=record["sequence"]).close()
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     assert kills.fork_tally(path, events, range(1, 7), False).ok
     six = path.with_name(f"{fork_name(path, 6)}.jsonl")
     data = six.read_bytes()

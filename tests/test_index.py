@@ -382,7 +382,7 @@ def test_the_command_line_reports_a_locked_index_with_status_1(root, capsys):
 def test_a_rewound_message_is_neither_counted_nor_found(tmp_path):
     from s09_jsonl_transcript import turns
 
-    transcript = JSONLTranscript.for_session(tmp_path, "ws", "s1", new=True)
+    transcript = DurableTranscript.for_session(tmp_path, "ws", "s1", new=True)
     transcript.append({"type": "message", "role": "user", "content": "keep this question"})
     transcript.append({"type": "message", "role": "assistant", "content": "an answer taken back"})
     transcript.append(turns.rewind_event(1))
@@ -401,7 +401,7 @@ def test_a_harness_starting_up_lists_the_sessions_with_an_unfinished_turn(tmp_pa
     from s09_jsonl_transcript import turns
 
     def session(workspace, name, events):
-        with JSONLTranscript.for_session(tmp_path, workspace, name, new=True) as transcript:
+        with DurableTranscript.for_session(tmp_path, workspace, name, new=True) as transcript:
             for event in events:
                 transcript.append(event)
 

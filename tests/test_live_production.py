@@ -16,8 +16,8 @@ from s09_jsonl_transcript import (
     live,  # new names as live.X: on the old code each test fails on its own
     turns,
 )
-from s09_jsonl_transcript.code import JSONLTranscript, TranscriptLockedError, kill_child, start_child
-from s09_jsonl_transcript.lab import DurableTranscript
+from s09_jsonl_transcript.code import TranscriptLockedError
+from s09_jsonl_transcript.lab import DurableTranscript, kill_child, start_child
 from s09_jsonl_transcript.lessons import live_child
 from s09_jsonl_transcript.live import CommitRefused, SessionEventLog, is_delta
 from s09_jsonl_transcript.timeouts import ManualClock
@@ -56,7 +56,7 @@ def empty_cache():
 
 def test_read_from_starts_at_the_cursor_as_in_the_design(twenty):
     assert sequences(twenty.read_from(5)) == list(range(5, 21))
-    assert sequences(live.read_from(JSONLTranscript(twenty.transcript.path), 5)) == list(range(5, 21))
+    assert sequences(live.read_from(DurableTranscript(twenty.transcript.path), 5)) == list(range(5, 21))
     assert sequences(twenty.read_from(0)) == sequences(twenty.read_from(1)) == list(range(1, 21))
     assert twenty.read_from(21) == []  # the next sequence: nothing yet, not an error
 
@@ -72,7 +72,7 @@ def test_subscribe_from_sequence_starts_at_it_and_next_sequence_reconnects_exact
 
 def test_the_old_exclusive_meaning_has_its_own_name_and_a_bare_number_is_refused(twenty):
     assert sequences(twenty.read_after(5)) == list(range(6, 21))
-    assert sequences(live.read_after(JSONLTranscript(twenty.transcript.path), 5)) == list(range(6, 21))
+    assert sequences(live.read_after(DurableTranscript(twenty.transcript.path), 5)) == list(range(6, 21))
     assert sequences(twenty.subscribe(after_sequence=5).poll()) == list(range(6, 21))
     with pytest.raises(TypeError):
         twenty.subscribe(5)  # which meaning? refused, not guessed
@@ -184,7 +184,7 @@ def test_a_handoff_takes_a_sequence_but_no_client_sees_it(twenty):
     assert sequences(subscription.poll()) == [20, 22]  # a gap: legal
     assert sequences(twenty.read_from(20)) == [20, 22]
     assert sequences(twenty.subscribe(from_sequence=21).poll()) == [22]
-    on_disk = JSONLTranscript(twenty.transcript.path).read_events()
+    on_disk = DurableTranscript(twenty.transcript.path).read_events()
     assert [event["sequence"] for event in on_disk] == list(range(1, 23))  # the file has no gap
 
 
@@ -216,8 +216,8 @@ def payloads(events):
 
 def test_fork_copies_the_events_up_to_a_sequence_into_a_new_session(twenty):
     fork = twenty.fork("twenty-fork", upto_sequence=12)
-    events = JSONLTranscript(fork.transcript.path).read_events()
-    assert payloads(events[:12]) == payloads(JSONLTranscript(twenty.transcript.path).read_events()[:12])
+    events = DurableTranscript(fork.transcript.path).read_events()
+    assert payloads(events[:12]) == payloads(DurableTranscript(twenty.transcript.path).read_events()[:12])
     assert events[-1]["type"] == turns.TYPE_FORKED and events[-1]["from_session"] == "twenty"
     assert {event["session_id"] for event in events} == {"twenty-fork"}
     assert fork.last_sequence == 13 and fork.commit(message(14))["sequence"] == 14
@@ -257,11 +257,11 @@ def test_rewind_appends_a_marker_and_every_projection_leaves_the_rewound_events_
         contents = [m["content"] for m in log.replay()]
         assert "rewound answer" not in contents and "kept answer" in contents
         assert log.status().last_turn == 1  # the state machine: turn 2 is undone
-        events = JSONLTranscript(log.transcript.path).read_events()
+        events = DurableTranscript(log.transcript.path).read_events()
         assert turns.session_status(events).last_turn == 1
         assert turns.audit(events).input_tokens == 100  # the audit: turn 2's tokens are gone
         chat_turn(log, 2, "a new answer", 50)  # turn 2 again, after the marker
-        assert turns.audit(JSONLTranscript(log.transcript.path).read_events()).input_tokens == 150
+        assert turns.audit(DurableTranscript(log.transcript.path).read_events()).input_tokens == 150
     with SessionEventLog.open(tmp_path / "s.jsonl", clock=ManualClock()) as reopened:
         assert reopened.status().last_turn == 2 and reopened.status().anomalies == []
 
@@ -346,7 +346,7 @@ def test_migration_verifies_harness_b_and_marks_harness_a_migrated(tmp_path):
     chat_turn(a, 1, "hello", 10)
     a.start_turn()
     b = a.migrate_to(tmp_path / "harness-b")
-    assert b.status() == turns.session_status(JSONLTranscript(b.transcript.path).read_events())
+    assert b.status() == turns.session_status(DurableTranscript(b.transcript.path).read_events())
     assert b.status().open_turn == 2 and b.last_sequence == a.last_sequence - 1
     with pytest.raises(live.SessionMigratedError):
         a.commit(message(99))
@@ -398,7 +398,7 @@ def test_permission_decisions_are_events_the_audit_lists(tmp_path):
         log.record_tool_call("c1", "write_file", {"path": "calc.py"})
         log.record_permission("c1", "write_file", "allow", by="user", reason="asked and confirmed")
         log.record_permission("c2", "shell", "deny", by="policy", reason="not on the allow list")
-        report = turns.audit(JSONLTranscript(log.transcript.path).read_events())
+        report = turns.audit(DurableTranscript(log.transcript.path).read_events())
     assert [(p.call_id, p.decision, p.by, p.turn_number) for p in report.permission_decisions] == [
         ("c1", "allow", "user", 1), ("c2", "deny", "policy", 1)]
     with pytest.raises(ValueError):

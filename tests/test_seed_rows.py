@@ -16,7 +16,6 @@ import pytest
 from s09_jsonl_transcript import index, live, timeouts, turns
 from s09_jsonl_transcript.code import (
     SCHEMA_VERSION,
-    JSONLTranscript,
     MockLLM,
     TranscriptCorruptionError,
     TranscriptLockedError,
@@ -43,7 +42,7 @@ def new_log(folder, name="s", clock=None):
 
 
 def events_of(log):
-    return JSONLTranscript(log.transcript.path).read_events()
+    return DurableTranscript(log.transcript.path).read_events()
 
 
 def one_turn(log, text="answer", tokens=(10, 2, 0.001)):
@@ -84,11 +83,11 @@ def immutable(tmp):
 
 
 def replayable(tmp):
-    transcript = JSONLTranscript(tmp / "s.jsonl")
+    transcript = DurableTranscript(tmp / "s.jsonl")
     written = run_agent(transcript, MockLLM())
     transcript.close()
     expected = [message for record in written if (message := event_to_message(record)) is not None]
-    assert JSONLTranscript(tmp / "s.jsonl").replay() == expected and expected
+    assert DurableTranscript(tmp / "s.jsonl").replay() == expected and expected
 
 
 def idempotent_events(tmp):
@@ -202,7 +201,7 @@ def tiers(tmp):
 
 
 def unfinished_detected(tmp):
-    with JSONLTranscript.for_session(tmp, "ws", "open", new=True) as transcript:
+    with DurableTranscript.for_session(tmp, "ws", "open", new=True) as transcript:
         transcript.append(turns.turn_start_event(1))
     assert [s.session_id for s in index.unfinished_sessions(tmp)] == ["open"]
 
@@ -264,9 +263,9 @@ def migration_transport(tmp):
 
 
 def debug_replay(tmp):
-    transcript = JSONLTranscript(tmp / "s.jsonl")
+    transcript = DurableTranscript(tmp / "s.jsonl")
     run_agent(transcript, MockLLM())
-    again = JSONLTranscript(tmp / "again.jsonl")
+    again = DurableTranscript(tmp / "again.jsonl")
     run_agent(again, MockLLM())
     assert transcript.replay() == again.replay()  # the same script, the same messages
 
@@ -376,11 +375,11 @@ def audit_total_cost(tmp):
 def verifiable(tmp):
     log = new_log(tmp)
     one_turn(log)
-    assert turns.session_status(JSONLTranscript(log.transcript.path).read_events()) == log.status()
+    assert turns.session_status(DurableTranscript(log.transcript.path).read_events()) == log.status()
 
 
 def json_schema(tmp):
-    transcript = JSONLTranscript(tmp / "s.jsonl")
+    transcript = DurableTranscript(tmp / "s.jsonl")
     with pytest.raises(TranscriptValidationError):
         transcript.append({"type": "message", "role": "user", "content": "x", "sequence": 7})
 
@@ -563,7 +562,7 @@ def read_from_sequence(tmp):
     log = new_log(tmp)
     for n in range(5):
         log.commit({"type": "message", "role": "user", "content": f"{n}"})
-    assert [e["sequence"] for e in live.read_from(JSONLTranscript(log.transcript.path), 4)] == [4, 5]
+    assert [e["sequence"] for e in live.read_from(DurableTranscript(log.transcript.path), 4)] == [4, 5]
 
 
 def delete_validated(tmp):
@@ -630,7 +629,7 @@ def snippets(tmp):
 def legacy_without_sequence(tmp):
     (tmp / "s.jsonl").write_text('{"type": "user_message", "content": "hi", "uuid": "a1"}\n')
     with pytest.raises(TranscriptCorruptionError):
-        JSONLTranscript(tmp / "s.jsonl").read_events()
+        DurableTranscript(tmp / "s.jsonl").read_events()
 
 
 # Rows whose kit side another issue delivers: strict, so the mark fails (and must go) the day it lands.
@@ -669,7 +668,7 @@ def index_pulls(tmp):
     production.build_sample_root(tmp)
     built = index.TranscriptIndex(tmp)
     built.sync()
-    with JSONLTranscript.for_session(tmp, "notes", "chat") as transcript:  # written behind any subscriber's back
+    with DurableTranscript.for_session(tmp, "notes", "chat") as transcript:  # written behind any subscriber's back
         transcript.append({"type": "message", "role": "user", "content": "written directly"})
     assert built.sync().updated == [("notes", "chat")]
 

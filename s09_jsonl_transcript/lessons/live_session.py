@@ -416,7 +416,7 @@ def rewind_text(log: SessionEventLog, marker: dict, before: bytes) -> str:
 
     before is the file's bytes just before the marker was appended.
     """
-    raw = JSONLTranscript(log.transcript.path).read_events()
+    raw = DurableTranscript(log.transcript.path).read_events()
     shown = log.materialized()
     questions = [message["content"] for message in log.replay() if message["role"] == "user"]
     report = turns.audit(raw)
@@ -435,7 +435,7 @@ def rewind_text(log: SessionEventLog, marker: dict, before: bytes) -> str:
 
 def fork_text(source: SessionEventLog, fork: SessionEventLog) -> str:
     """What a fork holds, and that a second fork under the same name is refused (created exclusively)."""
-    copied = JSONLTranscript(fork.transcript.path).read_events()
+    copied = DurableTranscript(fork.transcript.path).read_events()
     try:
         source.fork(fork.session_id)
         again = tr("a second fork named {name}: written (this must never happen)", name=fork.session_id)
