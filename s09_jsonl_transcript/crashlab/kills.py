@@ -19,9 +19,22 @@ from typing import Callable
 
 from ..code import TranscriptCorruptionError
 from ..damage import CLEAN, PARTIAL_TAIL
-from ..lab import kill_child, start_child
+from ..lab import DurableTranscript, kill_child, start_child
+from ..live import SessionEventLog
+from ..turns import TYPE_FORKED, materialize
 from .subjects import CLASS_NAMES, SUBJECTS, open_transcript, read_back
-from .workload import ALL_MODES, LESSON_MODES, MODES, expected_event, subject_of, tally
+from .victim import FORK_EVERY, WRITER_MODES, fork_name
+from .workload import (
+    ALL_MODES,
+    LESSON_MODES,
+    MODES,
+    Tally,
+    expected_event,
+    payload_of,
+    subject_of,
+    tally,
+    workload_event,
+)
 
 ACCEPTABLE_VERDICTS = (CLEAN, PARTIAL_TAIL)
 
@@ -124,14 +137,69 @@ def _resume_problem(path: Path, integrity: bool, recovered: int, mode: str) -> s
     return None
 
 
+def rewind_tally(events: list[dict], acknowledged) -> Tally:
+    """Rewind mode: the materialized events must be workload events 1, 2, 3, ... each once.
+
+    A draft taken back never shows; a kill between a draft and its marker leaves that draft as
+    the last event (in order, not acknowledged). An acknowledged event missing is lost.
+    """
+    shown = materialize(events)
+    numbers = [event.get("n") for event in shown]
+    spliced = sum(1 for place, event in enumerate(shown, 1) if payload_of(event) != workload_event(place))
+    return Tally(len(set(acknowledged)), len(shown), len(set(acknowledged) - set(numbers)),
+                 len(numbers) - len(set(numbers)), spliced)
+
+
+def fork_tally(path: Path, events: list[dict], acknowledged, integrity: bool) -> Tally:
+    """Fork mode: the source as in append mode, and every fork whole: events 1..n, then session_forked.
+
+    An acknowledged event n (n a multiple of FORK_EVERY) promises its fork: missing, it is lost;
+    any fork file present must be complete (a fork half written would count as spliced).
+    """
+    source = tally(events, acknowledged, "append")
+    lost, spliced = source.lost, source.spliced
+    for n in range(FORK_EVERY, max([0, *acknowledged]) + FORK_EVERY + 1, FORK_EVERY):
+        fork = path.with_name(f"{fork_name(path, n)}.jsonl")
+        if not fork.exists():
+            lost += n in set(acknowledged)
+            continue
+        try:
+            copied = DurableTranscript(fork, integrity=integrity).read_events()
+        except TranscriptCorruptionError:
+            spliced += 1
+            continue
+        whole = [payload_of(event) for event in copied[:-1]] == [workload_event(k) for k in range(1, n + 1)]
+        spliced += not (whole and copied[-1]["type"] == TYPE_FORKED and copied[-1]["upto_sequence"] == n)
+    return Tally(source.acknowledged, source.recovered, lost, source.duplicated, spliced, source.partial_batches)
+
+
+def _resume_rewind_problem(path: Path, integrity: bool, shown: int) -> str | None:
+    """Rewind mode: a fresh live log continues with event shown + 1 and the materialized view stays 1..shown+1."""
+    try:
+        with SessionEventLog.open(path, integrity=integrity) as log:
+            log.commit(workload_event(shown + 1))
+        numbers = [event.get("n") for event in materialize(DurableTranscript(path, integrity=integrity).read_events())]
+    except Exception as error:  # noqa: BLE001 - any failure to continue is a finding
+        return f"resume failed: {type(error).__name__}: {error}"
+    return None if numbers == list(range(1, shown + 2)) else f"resume failed: materialized {numbers[-3:]}"
+
+
 def run_kill_trial(path, plan: _Plan) -> KillTrial:
     """Run one planned trial on a fresh file at path."""
     path = Path(path)
     acknowledged, problem, inside = _run_victim(path, plan)
     events, verdict = _read_verdict(path, plan.integrity, subject_of(plan.mode))
-    counts = tally(events, acknowledged, plan.mode)
-    if problem is None and verdict in ACCEPTABLE_VERDICTS:
-        problem = _resume_problem(path, plan.integrity, counts.recovered, plan.mode)
+    if plan.mode == "rewind":
+        counts = rewind_tally(events, acknowledged)
+    elif plan.mode == "fork":
+        counts = fork_tally(path, events, acknowledged, plan.integrity)
+    else:
+        counts = tally(events, acknowledged, plan.mode)
+    if problem is None and verdict in ACCEPTABLE_VERDICTS and plan.mode == "rewind":
+        problem = _resume_rewind_problem(path, plan.integrity, counts.recovered)
+    elif problem is None and verdict in ACCEPTABLE_VERDICTS:
+        resumed_as = "append" if plan.mode == "fork" else plan.mode  # a fork writer's source is a plain log
+        problem = _resume_problem(path, plan.integrity, counts.recovered, resumed_as)
     return KillTrial(
         trial=plan.trial, mode=plan.mode, acknowledged=counts.acknowledged, recovered=counts.recovered,
         lost=counts.lost, duplicated=counts.duplicated, verdict=problem or verdict,
@@ -145,8 +213,9 @@ def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[
     """Kill `trials` writer processes at random moments; one KillTrial per kill, in trial order.
 
     Modes take turns (by default the lab's append, batch and repair; ALL_MODES adds the live
-    session's stream and validated, and the lesson class's lesson and lesson-repair), and every
-    other round of modes runs with the hash chain on (never the lesson's class: it has none). The plan
+    session's stream and validated, and the lesson class's lesson and lesson-repair;
+    victim.WRITER_MODES are the live log's rewind and fork writers), and every other round of
+    modes runs with the hash chain on (never the lesson's class: it has none). The plan
     (mode, kill delay) depends only on seed; where the kill lands inside the victim's work
     depends on the machine's timing. Transcripts are written under root (kept) or a
     temporary folder (removed). progress(done, total) is called after each trial, from
@@ -154,9 +223,9 @@ def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[
     """
     if not isinstance(trials, int) or trials < 0:
         raise ValueError(f"trials must be a whole number >= 0, not {trials!r}")
-    unknown = set(modes) - set(ALL_MODES)
+    unknown = set(modes) - set(ALL_MODES + WRITER_MODES)
     if not modes or unknown:
-        raise ValueError(f"modes must be chosen from {ALL_MODES}, not {tuple(modes)!r}")
+        raise ValueError(f"modes must be chosen from {ALL_MODES + WRITER_MODES}, not {tuple(modes)!r}")
     plans = _plans(trials, seed, max_delay, tuple(modes))
     with tempfile.TemporaryDirectory(prefix="s09-kills-") as scratch:
         folder = Path(root) if root is not None else Path(scratch)

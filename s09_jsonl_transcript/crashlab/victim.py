@@ -21,6 +21,10 @@ landed inside one. Modes:
   validated  two threads race through commit_validated, each trying to write the next 1
            to 3 events as one commit if the file's last sequence is still what it saw;
            exactly one of them wins each race
+  rewind   through a live SessionEventLog: event n, then a draft of event n + 1, then a
+           rewind marker that takes the draft back; n is acknowledged after the marker
+  fork     through a live SessionEventLog: event n, and after every third one a fork of
+           the session up to n (<file>-fork-<n>.jsonl); n is acknowledged after the fork
   lesson   one append per event with the lesson's own code.JSONLTranscript
   lesson-repair  the lesson's class again; every round, the writer is closed and the next
            record is left on disk cut short at a random byte (as a writer that died in the
@@ -41,6 +45,13 @@ from ..live import CommitRefused, SessionEventLog
 from .workload import ALL_MODES, LESSON_MODES, part_id_of, stream_pieces, workload_event
 
 MAX_EVENTS = 5000  # a victim nobody kills stops here rather than fill the disk
+WRITER_MODES = ("rewind", "fork")  # the live log's whole-session writers (issue 20)
+FORK_EVERY = 3  # fork mode forks after every third event
+
+
+def fork_name(path, n: int) -> str:
+    """The session id of the fork taken after event n of the victim writing path."""
+    return f"{Path(path).stem}-fork-{n}"
 
 
 class TearingFileIO(OsFileIO):
@@ -72,8 +83,11 @@ def _acknowledge(numbers) -> None:
 
 def run(path: str, mode: str, seed: int, integrity: bool) -> None:
     """Append workload events to path in the given mode until MAX_EVENTS or a kill."""
-    if mode not in ALL_MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(ALL_MODES)}")
+    if mode not in ALL_MODES + WRITER_MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(ALL_MODES + WRITER_MODES)}")
+    if mode in WRITER_MODES:
+        log = SessionEventLog(DurableTranscript(path, integrity=integrity, clock=ticking_clock()))
+        return _rewind(log) if mode == "rewind" else _fork(log)
     rng = random.Random(seed)
     if mode in LESSON_MODES:
         return run_lesson(path, mode, rng)
@@ -100,7 +114,7 @@ def run(path: str, mode: str, seed: int, integrity: bool) -> None:
 
 def _stream(log: SessionEventLog) -> None:
     """Stream each event as deltas to a subscriber, then commit its final part; acknowledge the commit."""
-    subscription = log.subscribe(0)
+    subscription = log.subscribe(from_sequence=1)
     _acknowledge(["ready"])
     for n in range(1, MAX_EVENTS + 1):
         _acknowledge(["begin"])
@@ -136,6 +150,28 @@ def _race_validated(log: SessionEventLog, seed: int) -> None:
         thread.start()
     for thread in racers:
         thread.join()
+
+
+def _rewind(log: SessionEventLog) -> None:
+    """Commit event n and a draft of n + 1, take the draft back with a rewind marker, acknowledge n."""
+    _acknowledge(["ready"])
+    for n in range(1, MAX_EVENTS + 1):
+        _acknowledge(["begin"])
+        log.commit(workload_event(n))
+        draft = log.commit(workload_event(n + 1))
+        log.rewind(draft["sequence"] - 1)
+        _acknowledge([n])
+
+
+def _fork(log: SessionEventLog) -> None:
+    """Commit event n; after every third, fork the session up to n; acknowledge n once both returned."""
+    _acknowledge(["ready"])
+    for n in range(1, MAX_EVENTS + 1):
+        _acknowledge(["begin"])
+        record = log.commit(workload_event(n))
+        if n % FORK_EVERY == 0:
+            log.fork(fork_name(log.transcript.path, n), upto_sequence=record["sequence"]).close()
+        _acknowledge([n])
 
 
 def _tear_one_write(transcript: DurableTranscript, file_io: TearingFileIO, rng: random.Random, n: int) -> int:
