@@ -8,6 +8,7 @@ import pytest
 from s09_jsonl_transcript.code import (
     BUG_FIX_SCRIPT,
     SCHEMA_VERSION,
+    JSONLTranscript,
     MockLLM,
     ReplayState,
     TranscriptCorruptionError,
@@ -137,7 +138,7 @@ def test_nan_written_by_another_tool_is_corruption(bug_fix):
     assert corruption(bug_fix.path).line_number == 2
 
 
-@pytest.mark.parametrize("cls", [DurableTranscript, DurableTranscript])
+@pytest.mark.parametrize("cls", [JSONLTranscript, DurableTranscript])
 def test_lines_without_an_envelope_fail_closed_and_nothing_is_appended_to_them(tmp_path, cls):
     path = tmp_path / "old.jsonl"
     path.write_text('{"type":"message","role":"user","content":"a"}\n'
