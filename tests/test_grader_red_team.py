@@ -155,13 +155,16 @@ def odd_class(tmp_path_factory):
 
 def test_every_odd_file_gets_its_own_report_and_row(odd_class):
     status, reports, _ = odd_class
-    assert status == 0
     files = [path for path in reports.rglob("*.json")]
     found = [json.loads(path.read_text(encoding="utf-8")) for path in files]
+    assert status == 0, [(report["submission"], report["reason"]) for report in found if report["status"] == "error"]
     assert len(found) == len(ODD_NAMES) + 1, sorted(map(str, files))
     assert len({report["submission"] for report in found}) == len(found)
     full = [report for report in found if report["score"] == report["max_score"]]
-    assert len(full) == len(ODD_NAMES) + 1, [(report["submission"], report["reason"]) for report in found]
+    assert len(full) == len(ODD_NAMES), [(report["submission"], report["reason"]) for report in found]
+    odd_thread = next(report for report in found if report["submission"] == "ex01_surrogate_thread.ipynb")
+    assert odd_thread["status"] == "graded"  # a thread left running is the guard's business: 0, as before
+    assert "\\udcff" in " ".join(odd_thread["guard_findings"])  # the lone surrogate, as an escape
     with open(reports / "class.csv", newline="", encoding="utf-8") as file:
         rows = list(csv.reader(file))
     assert len(rows) == len(ODD_NAMES) + 2  # the header, then one row each
@@ -192,3 +195,32 @@ def test_memory_held_in_a_memfd_counts_against_the_limit(tmp_path):
     report = grade_submission(path, SOURCES, options=GradingOptions(limits=limits))
     assert report["score"] == 0, scores(report)
     assert "memory" in (report["reason"] or ""), report["reason"]
+
+
+# --------------------------------------------------------------------------- the kit's own answers (issue 18, part 4)
+
+KIT_ANSWERS = ["s09_jsonl_transcript.lab", "s09_jsonl_transcript.damage", "s09_jsonl_transcript.bench",
+               "s09_jsonl_transcript.crashlab", "s09_jsonl_transcript.index", "s09_jsonl_transcript.live"]
+IMPORTS_THE_KIT = f'''
+import importlib
+
+_reachable = []
+for _name in {KIT_ANSWERS!r}:
+    try:
+        importlib.import_module(_name)
+    except ImportError:
+        continue
+    _reachable.append(_name)
+if _reachable:
+    raise RuntimeError(f"the kit's own answers are importable here: {{_reachable}}")
+'''
+
+
+def test_inside_the_sandbox_the_kits_own_answers_cannot_be_imported(tmp_path):
+    if not sandbox.status(sandbox.AUTO).enabled:
+        pytest.skip("the sandbox decides what can be imported")
+    answers = reference_answers("ex04")
+    answers["ex04-tail"] = IMPORTS_THE_KIT + answers["ex04-tail"]
+    path = write_notebook(tmp_path / "ex04_imports_the_kit.ipynb", with_answers("ex04", answers))
+    report = grade_submission(path, SOURCES, options=GradingOptions(seed=1))
+    assert report["score"] == report["max_score"], scores(report)  # every import failed, so the answer ran

@@ -47,7 +47,8 @@ from s09_jsonl_transcript.grading.source import load_sources, pass_line
 from s09_jsonl_transcript.grading.words import NOT_RUN, both, labelled
 
 # The grader hands pytest a pipe (pass_fds) and the tampering uses SIGKILL: POSIX only.
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
+pytestmark = [pytest.mark.slow,  # the grader's long suite: tests/test_grader_fast.py is its default-run part
+              pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")]
 
 WRONG_ANSWERS = GRADING_DATA / "wrong_answers"
 WRONG_ANSWER_FILES = sorted(WRONG_ANSWERS.glob("ex[0-9][0-9]_*.py"))

@@ -37,7 +37,8 @@ from test_grading_support import (
 from s09_jsonl_transcript.grading import sandbox
 from s09_jsonl_transcript.grading.grader import GradingOptions, grade_submission
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
+pytestmark = [pytest.mark.slow,  # the grader's long suite: tests/test_grader_fast.py is its default-run part
+              pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")]
 
 SANDBOXED = GradingOptions(cell_timeout=20, total_timeout=90, sandbox=sandbox.REQUIRED)
 UNSANDBOXED = GradingOptions(cell_timeout=20, total_timeout=90, sandbox=sandbox.OFF)

@@ -26,7 +26,8 @@ from test_grading_support import (
 from s09_jsonl_transcript.grading.grader import GradingOptions, find_submissions, grade_many
 from s09_jsonl_transcript.grading.words import TAMPERING as TAMPERING_DETECTED
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
+pytestmark = [pytest.mark.slow,  # the grader's long suite: tests/test_grader_fast.py is its default-run part
+              pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")]
 
 TAMPERING = GRADING_DATA / "tampering"
 TECHNIQUES = sorted(path.stem for path in TAMPERING.glob("*.py") if not path.stem.startswith("innocent"))
