@@ -88,7 +88,7 @@ def test_text_from_a_kernel_is_made_printable():
 
 
 @pytest.mark.parametrize("value, cell", [("=1+2", "'=1+2"), ("@SUM(A1)", "'@SUM(A1)"), ("+1", "'+1"),
-                                         ("-1", "'-1"), ("\tx", "'\\x09x"), ("ex01_a.ipynb", "ex01_a.ipynb"), (3, 3)])
+                                         ("-1", "'-1"), ("\tx", "\\x09x"), ("ex01_a.ipynb", "ex01_a.ipynb"), (3, 3)])
 def test_a_csv_cell_is_never_a_formula(value, cell):
     assert csv_cell(value) == cell
 
