@@ -97,7 +97,12 @@ def test_without_the_guard_the_technique_scores_nothing(without_guard, technique
     assert report["score"] == 0, scores(report)
 
 
-@pytest.mark.parametrize("technique", TECHNIQUES + [f"zh/{CHINESE_TECHNIQUE}"])
+# Rewritten replies fake a check's output; with the values compared outside, its checks simply fail
+# before the guard's verdict is asked for: 0 points, with no tampering to report.
+CAUGHT_BY_THE_VALUES = {"rewritten_replies"}
+
+
+@pytest.mark.parametrize("technique", sorted(set(TECHNIQUES) - CAUGHT_BY_THE_VALUES) + [f"zh/{CHINESE_TECHNIQUE}"])
 def test_with_the_guard_the_technique_scores_zero_as_tampering(with_guard, technique):
     report = with_guard[technique]
     assert report["status"] == "graded" and report["score"] == 0, scores(report)
@@ -114,11 +119,15 @@ def test_with_the_guard_the_technique_scores_zero_as_tampering(with_guard, techn
     (f"zh/{CHINESE_TECHNIQUE}", "a post_run_cell hook was added"),
     ("custom_exception_handler", "a custom exception handler was set (set_custom_exc)"),
     ("replaced_run_cell", "the shell had run_cell replaced"),
-    ("rewritten_replies", "the check's reply carries no verdict from the grader's guard · 检查的回复里没有"),
 ])
 def test_the_instructors_report_names_what_was_found(with_guard, technique, found):
     assert found in " ".join(with_guard[technique]["guard_findings"])
     assert found not in with_guard[technique]["reason"]  # kernel text: never in what a student sees
+
+
+@pytest.mark.parametrize("technique", sorted(CAUGHT_BY_THE_VALUES))
+def test_with_the_guard_a_technique_the_values_catch_scores_zero(with_guard, technique):
+    assert with_guard[technique]["score"] == 0, scores(with_guard[technique])
 
 
 def test_matplotlib_and_autoreload_are_not_taken_for_tampering(with_guard):
