@@ -78,7 +78,7 @@ def test_a_check_draws_the_same_inputs_for_a_seed_and_others_for_another(monkeyp
     assert check_random("ex04.5").random() != first
 
 
-# --------------------------------------------------------------------------- what reaches files, terminals, spreadsheets
+# --------------------------------------------------------------------------- files, terminals, spreadsheets
 
 
 def test_text_from_a_kernel_is_made_printable():
@@ -99,7 +99,8 @@ def test_odd_labels_get_report_names_that_never_collide_and_any_file_system_take
               "ex01_\\xd5\\xc5.ipynb"]
     names = [str(name) for name in report_names(labels)]
     assert len({name.casefold() for name in names}) == len(names)
-    folders = {"/".join(name.split("/")[:depth]).casefold() for name in names for depth in range(1, name.count("/") + 1)}
+    folders = {"/".join(name.split("/")[:depth]).casefold()
+               for name in names for depth in range(1, name.count("/") + 1)}
     assert not folders & {name.casefold() for name in names}
     assert not [name for name in names if name.split("/")[0].casefold() in ("class.csv", "results.json")]
     assert all(len(part.encode()) <= 200 for name in names for part in name.split("/"))

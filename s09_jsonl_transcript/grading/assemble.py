@@ -204,7 +204,7 @@ def expect_reference_values(notebook, source: ExerciseSource, reference: dict) -
         expected = reference[check.cell_index]
         cell.source = instrumented_check(cell.source, check.name)
         cell.outputs = [nbformat.from_dict(output) for output in expected.outputs]
-        if expected.bytes_read is not None:
+        if check.read_slack is not None and expected.bytes_read is not None:
             cell.metadata[METADATA_KEY] = {**cell.metadata[METADATA_KEY], "reference_rchar": expected.bytes_read}
 
 

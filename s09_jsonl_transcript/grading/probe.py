@@ -354,7 +354,11 @@ def pytest_runtest_makereport(item, call):
     cell = getattr(item, "cell_num", None)
     if cell is None or report.when == "teardown" or (report.when == "setup" and report.passed):
         return
-    result, feedback = _judge(item, call, report)
+    try:
+        result, feedback = _judge(item, call, report)
+    except Exception as error:  # noqa: BLE001 - a fault of the probe costs this cell, never the run
+        result, feedback = "failed", both(f"the grader failed on this cell ({type(error).__name__})",
+                                          f"评分程序在这个单元上出错了（{type(error).__name__}）")
     message = {"kind": "cell", "cell": cell, "outcome": result, "feedback": feedback}
     if getattr(item.config, "_s09_collect", False) and _role(item) == "check" and report.when == "call":
         message["outputs"] = [dict(output) for output in getattr(item, "test_outputs", None) or []]
@@ -416,8 +420,9 @@ HIDDEN_FAILED = both("failed (a hidden check: the grader shows no details)", "�
 def _read_budget_problem(item) -> str | None:
     """Why a check with a read budget fails on the bytes the kernel read (measured out here), or None."""
     role = (getattr(getattr(item, "cell", None), "metadata", None) or {}).get("s09", {})
-    if not isinstance(role, dict) or "read_slack" not in role or getattr(item.config, "_s09_collect", False):
-        return None
+    if not isinstance(role, dict) or "reference_rchar" not in role or "read_slack" not in role \
+            or getattr(item.config, "_s09_collect", False):
+        return None  # no budget, a self-check (no reference to measure against), or the reference run itself
     reference, slack, measured = role.get("reference_rchar"), role["read_slack"], getattr(item, "_s09_rchar", None)
     if measured is None or not isinstance(reference, int):
         return both("failed: the bytes the kernel read could not be measured from outside it",

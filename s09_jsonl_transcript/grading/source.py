@@ -50,6 +50,7 @@ class Check:
     points: int
     hidden: bool
     cell_index: int  # position among the notebook's code cells, as nbval numbers them
+    read_slack: int | None = None  # bytes the kernel may read beyond the reference run (measured outside it)
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ def _check_of(path: Path, cell, role: dict, code_index: int) -> Check:
     slack = role.get("read_slack")
     if slack is not None and (type(slack) is not int or slack < 0):
         raise SourceError(f"{path.name}: check {name} needs read_slack as whole bytes >= 0, not {slack!r}")
-    return Check(name, points, role.get("hidden") is True, code_index)
+    return Check(name, points, role.get("hidden") is True, code_index, slack)
 
 
 def _refuse_unusable_checks(path: Path, notebook, checks: list, kind: str) -> None:
