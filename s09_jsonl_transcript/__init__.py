@@ -1,9 +1,11 @@
-"""s09 JSONL transcript teaching kit: the reference library lives in `code.py`."""
+"""s09 JSONL transcript teaching kit.
+
+The lesson lives in `code.py` (read it top to bottom); the lab, `lab.py`, extends it with
+what production and the crash lab add (`DurableTranscript`). Both are importable from here.
+"""
 
 from .code import (
-    MAX_RECORD_BYTES,
     MEMORY_ELIGIBLE_EVENT_TYPES,
-    RESERVED_ENVELOPE_FIELDS,
     SCHEMA_VERSION,
     SESSION_MAX_ITEMS,
     TRANSCRIPT_SOURCE_TYPE,
@@ -25,11 +27,11 @@ from .code import (
     event_to_message,
     ticking_clock,
 )
+from .lab import MAX_RECORD_BYTES, DurableTranscript, ScanResult
 
 __all__ = [
     "MAX_RECORD_BYTES",
     "MEMORY_ELIGIBLE_EVENT_TYPES",
-    "RESERVED_ENVELOPE_FIELDS",
     "SCHEMA_VERSION",
     "SESSION_MAX_ITEMS",
     "TRANSCRIPT_SOURCE_TYPE",
@@ -39,10 +41,12 @@ __all__ = [
     "TYPE_FUNCTION_CALL_RESULT",
     "TYPE_MESSAGE",
     "TYPE_REASONING",
+    "DurableTranscript",
     "JSONLTranscript",
     "MemorySelectionError",
     "MockLLM",
     "ReplayState",
+    "ScanResult",
     "TranscriptCorruptionError",
     "TranscriptLockedError",
     "TranscriptMemoryCandidate",

@@ -1,4 +1,4 @@
-"""`python -m s09_jsonl_transcript` runs the same command line as code.py."""
+"""`python -m s09_jsonl_transcript` runs the kit's command line: the demo, inspect, replay, a small shell."""
 
 import sys
 

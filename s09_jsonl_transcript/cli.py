@@ -1,16 +1,15 @@
 """The command line of the reference library: the demo, a small shell, inspect and replay.
 
-    python s09_jsonl_transcript/code.py                 the three-act crash demo
-    python s09_jsonl_transcript/code.py --interactive   append events by hand
-    python s09_jsonl_transcript/code.py inspect FILE    validate and summarise a transcript
-    python s09_jsonl_transcript/code.py replay FILE --max-items N
+    python -m s09_jsonl_transcript                   the three-act crash demo (as code.py runs it)
+    python -m s09_jsonl_transcript --interactive     append events by hand
+    python -m s09_jsonl_transcript inspect FILE      validate and summarise a transcript
+    python -m s09_jsonl_transcript replay FILE --max-items N
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -25,13 +24,13 @@ from .code import (
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
     TYPE_REASONING,
-    JSONLTranscript,
     TranscriptCorruptionError,
     TranscriptLockedError,
     TranscriptValidationError,
     demo,
 )
 from .i18n import language_from_environment
+from .lab import DurableTranscript
 
 
 class UsageError(Exception):
@@ -45,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
 
 def inspect_transcript(path, *, integrity: bool = False) -> dict:
     """Validate a transcript and summarise it. Damage is reported in the result, not raised."""
-    transcript = JSONLTranscript(_existing_file(path), integrity=integrity)
+    transcript = DurableTranscript(_existing_file(path), integrity=integrity)
     scanned = transcript.scan(report_damage=True)
     error = scanned.corruption
     corruption = error and {"line": error.line_number, "byte_offset": error.byte_offset,
@@ -96,22 +95,21 @@ def _existing_file(path) -> Path:
     return path
 
 
-def new_session(root, workspace: str, name: str) -> JSONLTranscript:
+def new_session(root, workspace: str, name: str) -> DurableTranscript:
     """A new session under root: name-1, or name-2 if that exists, and so on; never an existing file."""
     for number in range(1, 10_000):
         try:
-            return JSONLTranscript.for_session(root, workspace, f"{name}-{number}", new=True)
+            return DurableTranscript.for_session(root, workspace, f"{name}-{number}", new=True)
         except FileExistsError:
             continue
     raise UsageError(f"no free session name {name}-N under {root}")
 
 
 def _run_demo(args) -> int:
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="s09-demo-"))
     (root / "projects" / "demo" / "session-1.jsonl").unlink(missing_ok=True)  # a rerun in the same --root
     try:
-        ok = demo(root, color=color, lang=args.lang)
+        ok = demo(root, lang=args.lang)
     finally:
         if args.root or args.keep:
             kept = "transcripts kept in" if args.lang == "en" else "transcript 保存在"
@@ -134,7 +132,7 @@ SHELL_HELP = """commands:
   quit                 leave"""
 
 
-def run_shell(transcript: JSONLTranscript, lines, out=print) -> None:
+def run_shell(transcript: DurableTranscript, lines, out=print) -> None:
     """A small line-oriented shell over one transcript, reading commands from lines."""
     calls = 0
     out(f"transcript: {transcript.path}\n{SHELL_HELP}")
@@ -185,7 +183,7 @@ def run_shell(transcript: JSONLTranscript, lines, out=print) -> None:
 
 def main(argv=None) -> int:
     """Entry point: returns the process exit status."""
-    parser = _Parser(prog="python s09_jsonl_transcript/code.py",
+    parser = _Parser(prog="python -m s09_jsonl_transcript",
                      description="s09 JSONL transcript: the three-act crash demo and tools.")
     parser.add_argument("--root", help="write the demo's transcripts under DIR and keep them")
     parser.add_argument("--keep", action="store_true", help="keep the demo's temporary folder")
@@ -211,7 +209,7 @@ def main(argv=None) -> int:
         if args.command == "replay":
             if args.max_items < 0:
                 raise UsageError("--max-items must be 0 or more")
-            messages = JSONLTranscript(_existing_file(args.file)).replay(args.max_items)
+            messages = DurableTranscript(_existing_file(args.file)).replay(args.max_items)
             print(json.dumps(messages, indent=2, ensure_ascii=False))
             return 0
         if args.interactive:

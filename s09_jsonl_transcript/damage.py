@@ -1,7 +1,7 @@
 """Damage a transcript file the way crashes and bad disks do, and ask the reader for its verdict.
 
 Used by notebook 3 (partial tail vs mid-file corruption) and by the crash lab. Every tool
-changes a real file in place; `verdict` reads it with a fresh JSONLTranscript.
+changes a real file in place; `verdict` reads it with a fresh DurableTranscript.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .code import JSONLTranscript, TranscriptCorruptionError
+from .code import TranscriptCorruptionError
+from .lab import DurableTranscript
 
 CLEAN = "clean"
 PARTIAL_TAIL = "partial tail ignored"
@@ -106,7 +107,7 @@ def verdict(path, reference_events: list | None = None, *, integrity: bool = Fal
     differ from the reference are reported as SILENT: the damage went unnoticed.
     """
     try:
-        read = JSONLTranscript(path, integrity=integrity).scan()
+        read = DurableTranscript(path, integrity=integrity).scan()
     except TranscriptCorruptionError as error:
         return Verdict(CORRUPT, 0, error.line_number, error.reason)
     events = read.events
@@ -122,7 +123,7 @@ def _map(name: str, original: bytes, damaged_copies, integrity: bool) -> list[Ve
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / name  # same name: the session id is the file's stem
         path.write_bytes(original)
-        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        reference = DurableTranscript(path, integrity=integrity).read_events()
         verdicts = []
         for data in damaged_copies:
             path.unlink()  # a new file: rewriting a truncated one in place makes ext4 flush each time

@@ -85,12 +85,6 @@ def translator(domain: str) -> Translator:
     return Translator(domain)
 
 
-def both(english: str, chinese: str) -> str:
-    """A text in the language in use, for the rare string that is not a module's own (a check message)."""
-    return chinese if current() == "zh" else english
-
-
-@cache
 def cjk_font_path() -> Path:
     """The CJK font file shipped with mplfonts (Noto Sans CJK SC, SIL Open Font License)."""
     import mplfonts

@@ -12,7 +12,7 @@ the writer) with a busy timeout (a writer waits that long for another, then give
     python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] search TEXT [--limit N]
     python -m s09_jsonl_transcript.index [--root DIR] [--user-db FILE] rename WORKSPACE SESSION TITLE
 
-Transcripts live where JSONLTranscript.for_session puts them: ROOT/projects/<workspace>/<session>.jsonl.
+Transcripts live where DurableTranscript.for_session puts them: ROOT/projects/<workspace>/<session>.jsonl.
 The index defaults to ROOT/index.sqlite3, the user's titles to ROOT/user-titles.sqlite3.
 
 What format_sessions, format_hits and a SyncReport say is in the language in use (i18n.use; the
@@ -30,7 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import i18n
-from .code import TYPE_AI_TITLE, TYPE_MESSAGE, JSONLTranscript, TranscriptCorruptionError
+from .code import TYPE_AI_TITLE, TYPE_MESSAGE, TranscriptCorruptionError
+from .lab import DurableTranscript
 
 INDEX_SCHEMA_VERSION = 2  # 2: renamed titles moved out of the index into the user's own database
 DEFAULT_DB_NAME = "index.sqlite3"
@@ -189,7 +190,7 @@ def read_session(path, workspace: str) -> SessionDigest:
     """
     path = Path(path)
     stat = path.stat()  # before reading: a file that grows meanwhile looks changed at the next sync
-    transcript = JSONLTranscript(path)
+    transcript = DurableTranscript(path)
     try:
         events = transcript.read_events()
     except TranscriptCorruptionError as error:

@@ -1,29 +1,709 @@
-"""The lab: the lesson's transcript made production-grade (issue 18 moves the machinery here).
+"""The lab: the lesson's transcript with what production and the crash lab add.
 
-`DurableTranscript` extends the lesson's `code.JSONLTranscript` with group commit
-(`append_batch`), the hash chain (`integrity=True`), record size limits, block reads
-from the end of the file, the I/O seam the power-loss lab records through, and the
-kit's one child-process spawner. Everything built on the lesson (crash lab,
-benchmarks, index, live sessions, turns, importers, grader) uses this module.
+`DurableTranscript` extends the lesson's `code.JSONLTranscript` (same constructor, same
+promises, the same checks of every record) with:
+  - group commit: `append_batch`, all or nothing, one write and one fsync;
+  - the hash chain (`integrity=True`): every record sealed to the one before it;
+  - record size limits (`max_record_bytes`);
+  - block reads from the end of the file: open + append and `replay(1000)` cost the same
+    on 10 thousand or 1 million events, and `recover()` streams in flat memory;
+  - the I/O seam (`file_io`) the power-loss lab and the benchmarks record through;
+  - the kit's one child-process spawner (`start_child`, `kill_child`, `AgentProcess`).
+The crash lab, benchmarks, index, live sessions, turns, importers and CLI use this module.
 """
 
-from .code import (  # noqa: F401  (re-exported: the lab's public names)
-    BATCH_END_FIELD,
-    CHAIN_FIELD,
-    AgentProcess,
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import weakref
+from collections import deque
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from .code import (
+    BUG_FIX_SCRIPT,
+    ENVELOPE_FIELDS,
+    NOT_JSON,
+    SCHEMA_VERSION,
+    SESSION_MAX_ITEMS,
     JSONLTranscript,
-    OsFileIO,
-    ScanResult,
-    child_process_env,
-    crash_agent_in_child,
-    kill_child,
-    simulate_agent_crash,
-    start_child,
+    MockLLM,
+    ReplayState,
+    TranscriptCorruptionError,
+    TranscriptValidationError,
+    checked_event,
+    event_id_for,
+    event_to_message,
+    fsync_folder,
+    last_items,
+    lock_for_writing,
+    make_folders,
+    parse_line,
+    ticking_clock,
 )
+
+MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers refuse a longer line
+BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
+CHAIN_FIELD = "chain"  # integrity mode only: sha256 of (previous line, this line), always the last field
+LAB_FIELDS = frozenset({BATCH_END_FIELD, CHAIN_FIELD})  # written by the lab, refused in events
+RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | {BATCH_END_FIELD}  # the envelope, and batch_end on a batch's records
+BLOCK = 64 * 1024  # how much a reader reads at a time, from either end of the file
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------- what a scan finds
+
+
+@dataclass
+class ScanResult:
+    """What one validated read of a transcript found."""
+
+    events: list = field(default_factory=list)  # the records, in order (empty when they went to on_record)
+    offsets: list = field(default_factory=list)  # where each of those records starts in the file
+    last_sequence: int = 0  # of the last committed record: the transcript's length
+    partial_tail_offset: int | None = None  # where an ignored partial tail starts (the next append cuts there)
+    unfinished_batch: bool = False  # the partial tail holds whole records of a batch that never finished
+    chained: bool = False  # records carry a hash chain, and it held
+    unknown_schema_events: int = 0  # records of a newer schema_version: kept as evidence, never mapped
+    corruption: TranscriptCorruptionError | None = None  # only with scan(report_damage=True)
+    last_line: bytes = b""  # raw bytes of the last committed record: the next record's chain anchor
+    last_line_unterminated: bool = False  # that record lost its newline; the next append adds it
+
+    @property
+    def ignored_partial_tail(self) -> bool:
+        """True when the file ends in a partial tail that was left out."""
+        return self.partial_tail_offset is not None
+
+
+# --------------------------------------------------------------------------- the I/O seam
+
+
+class OsFileIO:
+    """Every call by which a DurableTranscript changes the disk. A seam: crash tests record through it."""
+
+    def open(self, path, flags, mode):
+        return os.open(path, flags, mode)
+
+    def write(self, fd, data):
+        return os.write(fd, data)
+
+    def fsync(self, fd):
+        os.fsync(fd)
+
+    def truncate(self, fd, length):
+        os.ftruncate(fd, length)
+
+    def fsync_dir(self, path):
+        fsync_folder(Path(path))
+
+    def close(self, fd):
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- the durable transcript
 
 
 class DurableTranscript(JSONLTranscript):
-    """The lesson's transcript with group commit, the hash chain, size limits and tail reads."""
+    """The lesson's transcript with group commit, the hash chain, size limits, tail reads and an I/O seam.
+
+    One instance may be shared by threads: every operation on the writer holds `lock` (an RLock,
+    so read-check-append can be one step: with t.lock: t.acquire_writer(), read, append).
+    """
+
+    def __init__(self, filepath, *, clock=None, integrity: bool = False,
+                 max_record_bytes: int = MAX_RECORD_BYTES, file_io: OsFileIO | None = None):
+        super().__init__(filepath, clock=clock)
+        self.lock = threading.RLock()
+        self.integrity = integrity
+        self.max_record_bytes = max_record_bytes
+        self._io = file_io or OsFileIO()
+        self._last_line = b""  # the last record written: the next record's chain anchor
+        self._closer = None
+
+    @classmethod
+    def for_session(cls, root, workspace: str, session_id: str, *, new: bool = False, **options):
+        """The transcript at root/projects/<workspace>/<session_id>.jsonl; with new=True, see create."""
+        transcript = super().for_session(root, workspace, session_id, **options)
+        return cls.create(transcript.path, **options) if new else transcript
+
+    @classmethod
+    def create(cls, filepath, **options) -> DurableTranscript:
+        """Start a new session: create its file (O_EXCL), or raise FileExistsError if it exists.
+
+        Two processes that pick the same new session id cannot both get it. The returned
+        transcript already holds the writer.
+        """
+        transcript = cls(filepath, **options)
+        with transcript.lock:
+            transcript._open_writer(exclusive=True)
+        return transcript
 
     def __repr__(self):
         return f"DurableTranscript({self.path.name!r})"
+
+    # -- appending ------------------------------------------------------------------
+
+    def append(self, event: dict) -> dict:
+        """Durably append one event and return the record written. The caller's dict is not changed."""
+        return self._append_all([event])[0]
+
+    def append_batch(self, events: Iterable[dict]) -> list[dict]:
+        """Durably append several events with one write and one fsync (group commit).
+
+        All or nothing: one bad event means none is written, and a crash in the middle
+        leaves a batch that readers ignore like a partial tail. Its records share one
+        recorded_at: the moment of their one commit.
+        """
+        events = list(events)
+        return self._append_all(events) if events else []
+
+    def acquire_writer(self) -> None:
+        """Become this transcript's one writer now, as the first append would (TranscriptLockedError if taken)."""
+        with self.lock:
+            self._open_writer()
+
+    def _append_all(self, events: list) -> list[dict]:
+        payloads = [self._checked(event) for event in events]  # refuse before a byte is written
+        with self.lock:
+            self._open_writer()
+            first = self._next_sequence
+            envelope = self._envelope(first)  # one commit, one time for all its records
+            batch_end = {BATCH_END_FIELD: first + len(payloads) - 1} if len(payloads) > 1 else {}
+            records = [{**envelope, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
+                        **batch_end, **payload} for sequence, payload in enumerate(payloads, start=first)]
+            lines = self._encode(records)
+            self._write_durably(b"".join(lines))
+            self._next_sequence += len(records)
+            self._last_line = lines[-1][:-1]
+        return records
+
+    def _checked(self, event) -> dict:
+        payload = checked_event(event)
+        spoofed = sorted(LAB_FIELDS & payload.keys())
+        if spoofed:
+            raise TranscriptValidationError(f"event carries fields append writes itself: {', '.join(spoofed)}")
+        return payload
+
+    def _encode(self, records: list) -> list[bytes]:
+        """Each record as one line of UTF-8 JSON (newline included), sealed when integrity is on."""
+        lines, previous = [], self._last_line
+        for record in records:
+            try:
+                line = _ENCODER.encode(record).encode("utf-8")
+            except UnicodeEncodeError:
+                raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
+            if self.integrity:
+                line = seal(previous, line)
+            if len(line) + 1 > self.max_record_bytes:
+                raise TranscriptValidationError(f"record is {len(line) + 1} bytes; "
+                                                f"the limit is {self.max_record_bytes}")
+            lines.append(line + b"\n")
+            previous = line
+        return lines
+
+    def _open_writer(self, *, exclusive: bool = False) -> None:
+        """Open, lock and repair once: reads only the tail (the next sequence and the chain anchor)."""
+        if self._fd is not None and self._writer_pid == os.getpid():
+            return
+        if self._fd is not None:  # inherited through os.fork(): the parent still writes through it
+            self._drop_writer()
+        new_file = exclusive or not self.path.exists()
+        if new_file:
+            make_folders(self.path.parent)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        fd = self._io.open(self.path, flags | (os.O_EXCL if exclusive else 0), 0o600)
+        try:
+            lock_for_writing(fd, self.path)
+            if new_file:
+                self._io.fsync_dir(self.path.parent)
+            tail = self.read_recent(1)
+            if tail.partial_tail_offset is not None:
+                self._io.truncate(fd, tail.partial_tail_offset)  # never acknowledged: cut it off
+                self._io.fsync(fd)
+            elif tail.last_line_unterminated:
+                self._write_all(fd, b"\n")  # a complete record lost only its newline: keep it
+            self._follow_the_chain(tail)
+        except BaseException:
+            self._io.close(fd)
+            raise
+        self._fd, self._writer_pid = fd, os.getpid()
+        self._next_sequence, self._last_line = tail.last_sequence + 1, tail.last_line
+        self._closer = weakref.finalize(self, self._io.close, fd)  # a forgotten writer still unlocks
+
+    def _follow_the_chain(self, tail: ScanResult) -> None:
+        """A file that is sealed stays sealed: a writer opened without integrity follows it."""
+        if tail.chained:
+            self.integrity = True
+
+    def _write_durably(self, data: bytes) -> None:
+        """One write of all of data, then fsync. A write that fails or falls short is cut off again."""
+        end_before = os.fstat(self._fd).st_size
+        try:
+            self._write_all(self._fd, data)
+        except OSError:  # the write failed or fell short: cut off what it left, so a retry cannot duplicate
+            try:
+                self._io.truncate(self._fd, end_before)
+            finally:
+                self._drop_writer()
+            raise
+        except BaseException:  # a staged crash: leave the bytes, as a dying process would
+            self._drop_writer()  # fail closed: the next append re-reads the tail and repairs
+            raise
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        written = self._io.write(fd, data)
+        if written != len(data):
+            raise OSError(errno.ENOSPC, f"the disk is full: only {written} of {len(data)} bytes reached "
+                                        f"{self.path.name}; nothing was appended")
+        self._io.fsync(fd)
+
+    def _drop_writer(self) -> None:
+        if self._fd is not None:
+            self._fd = None
+            self._closer()
+
+    # -- reading --------------------------------------------------------------------
+
+    def read_events(self) -> list[dict]:
+        """Every event in the file, validated in order; raises TranscriptCorruptionError on damage."""
+        return self.scan().events
+
+    _read_all_events = read_events
+
+    def scan(self, on_record: Callable[[dict], None] | None = None, *, report_damage: bool = False) -> ScanResult:
+        """Read and validate the whole file once, in blocks, and say what was found.
+
+        Records go to on_record when given (memory stays flat), else into result.events.
+        Damage raises TranscriptCorruptionError, or with report_damage=True is returned
+        in result.corruption together with everything read before it.
+        """
+        result = ScanResult()
+        try:
+            with open(self.path, "rb") as file:
+                _fold_lines(self._lines_of(file), _RecordChecker(self), result, on_record)
+        except FileNotFoundError:
+            pass
+        except TranscriptCorruptionError as error:
+            if not report_damage:
+                raise
+            result.corruption = error
+        return result
+
+    def read_recent(self, count: int, *, before: int | None = None) -> ScanResult:
+        """The last count (at most) committed records, validated, read from the end of the file.
+
+        With before (a byte offset where a record starts), only records in front of it:
+        pass result.offsets[0] to page back through older history.
+        """
+        last_items([], count)  # refuses a count that is not a whole number >= 0
+        try:
+            scanned = self._read_tail(max(count, 1), before)
+        except TranscriptCorruptionError:  # the tail cannot vouch for itself: the full read names the line
+            scanned = self.scan()
+            if before is not None:
+                kept = sum(1 for offset in scanned.offsets if offset < before)
+                scanned.events, scanned.offsets = scanned.events[:kept], scanned.offsets[:kept]
+        first = max(len(scanned.events) - count, 0)
+        scanned.events, scanned.offsets = scanned.events[first:], scanned.offsets[first:]
+        return scanned
+
+    def replay_state(self, max_items: int = SESSION_MAX_ITEMS) -> ReplayState:
+        """The runtime state from the last max_items events, read from the end of the file.
+
+        Its cost does not grow with the transcript's length.
+        """
+        scanned = self.read_recent(max_items)
+        return self._rebuild(scanned.events, scanned.events, scanned.last_sequence, scanned.ignored_partial_tail)
+
+    def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
+        """Validate the whole file and rebuild everything a replacement runtime needs, in flat memory."""
+        last_items([], max_items)
+        window, scanned = deque(maxlen=min(max_items, sys.maxsize)), ScanResult()
+        # _rebuild folds the stream once; only the window's events stay in memory
+        state = self._rebuild(self._streamed(window, scanned), window, 0, False)
+        state = replace(state, total_events=scanned.last_sequence, next_sequence=scanned.last_sequence + 1,
+                        ignored_partial_tail=scanned.ignored_partial_tail)
+        summary = dict(vars(state))
+        summary["message_count"] = len(state.messages)
+        return summary
+
+    def _streamed(self, window: deque, scanned: ScanResult) -> Iterator[dict]:
+        """Every committed record in order, each also put in window (which keeps only the last ones)."""
+        try:
+            file = open(self.path, "rb")
+        except FileNotFoundError:
+            return
+        with file:
+            for record in _committed(self._lines_of(file), _RecordChecker(self), scanned, keep_offsets=False):
+                window.append(record)
+                yield record
+
+    def count_lines(self) -> int:
+        """How many complete (newline-terminated) lines the file holds, read in blocks."""
+        try:
+            with open(self.path, "rb") as file:
+                return sum(block.count(b"\n") for block in iter(lambda: file.read(BLOCK), b""))
+        except FileNotFoundError:
+            return 0
+
+    def _lines_of(self, file) -> Iterator[tuple]:
+        """Yield (line_number, byte_offset, raw bytes, terminated), never holding much more than one record."""
+        limit = self.max_record_bytes
+        number, offset, pending = 0, 0, b""
+        while block := file.read(BLOCK):
+            *complete, pending = (pending + block).split(b"\n")
+            for raw in complete:
+                number += 1
+                if len(raw) >= limit:
+                    raise TranscriptCorruptionError(self.path, number, offset, f"record longer than {limit} bytes")
+                yield number, offset, raw, True
+                offset += len(raw) + 1
+            if len(pending) >= limit:  # longer than any record append accepts
+                if _skip_past_newline(file):
+                    raise TranscriptCorruptionError(self.path, number + 1, offset, f"record longer than {limit} bytes")
+                yield number + 1, offset, b"", False  # it runs to the end of the file: a partial tail
+                return
+        if pending:
+            yield number + 1, offset, pending, False
+
+    def _read_tail(self, count: int, before: int | None = None) -> ScanResult:
+        limit = self.max_record_bytes
+        try:
+            file = open(self.path, "rb")
+        except FileNotFoundError:
+            return ScanResult()
+        with file:
+            start = file.seek(0, os.SEEK_END) if before is None else before
+            blocks, newlines, longest = [], 0, 0
+            while start > 0 and newlines <= count:  # one newline more than lines: the boundary before them
+                step = min(BLOCK, start)
+                start -= step
+                file.seek(start)
+                block = file.read(step)
+                blocks.append(block)
+                newlines += block.count(b"\n")
+                # bytes in front of the first newline seen so far: a line that may still grow
+                longest = longest + step if b"\n" not in block else block.find(b"\n")
+                if longest > limit:
+                    raise TranscriptCorruptionError(self.path, None, start, "record longer than the limit")
+        data = b"".join(reversed(blocks))
+        if start > 0:  # drop the cut-off line in front of the first whole one
+            cut = data.index(b"\n") + 1
+            data, start = data[cut:], start + cut
+        *complete, fragment = data.split(b"\n")
+        kept = complete[-count:]
+        offset = start + sum(len(line) + 1 for line in complete[: len(complete) - len(kept)])
+        lines = []
+        for raw in kept:
+            if len(raw) + 1 > limit:
+                raise TranscriptCorruptionError(self.path, None, offset, "record longer than the limit")
+            lines.append((None, offset, raw, True))
+            offset += len(raw) + 1
+        if fragment:
+            lines.append((None, offset, fragment, False))
+        checker_from_start = start == 0 and len(kept) == len(complete)  # the whole file was read
+        checker = _RecordChecker(self, from_start=checker_from_start)
+        result = _fold_lines(lines, checker, ScanResult(), end_of_file=before is None)
+        if result.unfinished_batch and not checker_from_start:  # the batch may begin before what was read
+            raise TranscriptCorruptionError(self.path, None, result.partial_tail_offset, "unfinished batch")
+        return result
+
+
+# --------------------------------------------------------------------------- the validated fold
+
+
+class _RecordChecker:
+    """Checks records in file order: the lesson's checks of every record, then the lab's batch and chain."""
+
+    def __init__(self, transcript: DurableTranscript, *, from_start: bool = True):
+        self.transcript = transcript
+        self.require_chain = transcript.integrity
+        self.expected = 1 if from_start else None  # None: a tail read takes it from its first record
+        self.previous_line = b"" if from_start else None  # None: the first record's chain cannot be checked
+        self.batch_end = None  # set while reading the records of a batch
+        self.chained = False
+
+    @property
+    def inside_batch(self) -> bool:
+        """True while the last record read belongs to a batch whose last record has not been read."""
+        return self.batch_end is not None
+
+    def check(self, value, raw: bytes, number, offset) -> dict:
+        """Return the record on this line (value parsed from raw), or raise naming the line."""
+        expected = self.expected if self.expected is not None else _first_sequence(value)
+        problem = self.transcript._finding(value, expected_sequence=expected) or self._batch_problem(value)
+        if not problem and (self.chained or self.require_chain or CHAIN_FIELD in value):
+            problem = self._chain_problem(value, raw)
+        if problem:
+            raise TranscriptCorruptionError(self.transcript.path, number, offset, problem)
+        self.expected, self.previous_line = value["sequence"] + 1, raw
+        return value
+
+    def _batch_problem(self, record: dict) -> str | None:
+        """A batch's records follow one another, none missing."""
+        sequence, batch_end = record["sequence"], record.get(BATCH_END_FIELD)
+        if BATCH_END_FIELD in record and (type(batch_end) is not int or batch_end < sequence):
+            return f"bad {BATCH_END_FIELD} {batch_end!r}"
+        if self.batch_end is not None and batch_end != self.batch_end:
+            return f"the batch ending at sequence {self.batch_end} is cut off by another record"
+        self.batch_end = batch_end if batch_end is not None and batch_end > sequence else None
+        return None
+
+    def _chain_problem(self, record: dict, raw: bytes) -> str | None:
+        if CHAIN_FIELD not in record:
+            return "record has no chain field (integrity is on)"
+        self.chained = True
+        return chain_problem(self.previous_line, raw) if self.previous_line is not None else None
+
+
+def _first_sequence(value) -> int:
+    """The sequence a tail read expects of its first record: the record's own, when it is one."""
+    sequence = value.get("sequence") if type(value) is dict else None
+    return sequence if type(sequence) is int and sequence >= 1 else 1
+
+
+def _fold_lines(lines, checker: _RecordChecker, result: ScanResult, on_record=None,
+                end_of_file: bool = True) -> ScanResult:
+    """Check lines in order into result (or hand the records to on_record), up to a partial tail."""
+    records = _committed(lines, checker, result, end_of_file, keep_offsets=on_record is None)
+    for record in records:
+        if on_record is not None:
+            on_record(record)
+        else:
+            result.events.append(record)
+    return result
+
+
+def _committed(lines, checker: _RecordChecker, result: ScanResult, end_of_file: bool = True, *,
+               keep_offsets: bool = True) -> Iterator[dict]:
+    """Yield the committed records in order, and stop at a partial tail: the only damage forgiven.
+
+    A partial tail is an unterminated last line that does not parse, or the records of a
+    batch that never finished. Its append never returned, so nothing acknowledged is lost.
+    (Lines that stop before the end of the file hold no partial tail: their batches go on.)
+    """
+    batch, batch_offset = [], None  # the records of an unfinished batch wait here until its last one
+    for number, offset, raw, terminated in lines:
+        value = parse_line(raw)
+        if not terminated and value is NOT_JSON:
+            result.partial_tail_offset = offset if batch_offset is None else batch_offset
+            break
+        batch.append((checker.check(value, raw, number, offset), offset, raw, terminated))
+        if checker.inside_batch:
+            batch_offset = offset if batch_offset is None else batch_offset
+            continue
+        yield from _hand_over(batch, result, keep_offsets)
+        batch, batch_offset = [], None
+    if batch_offset is not None and end_of_file:
+        result.partial_tail_offset, result.unfinished_batch = batch_offset, True
+    elif batch:
+        yield from _hand_over(batch, result, keep_offsets)
+    result.chained = checker.chained
+
+
+def _hand_over(records: list, result: ScanResult, keep_offsets: bool) -> Iterator[dict]:
+    """Yield records whose commit is complete (one record, or a whole batch), noting each in result."""
+    for record, offset, raw, terminated in records:
+        if keep_offsets:
+            result.offsets.append(offset)
+        if record["schema_version"] > SCHEMA_VERSION:
+            result.unknown_schema_events += 1
+        result.last_sequence, result.last_line, result.last_line_unterminated = record["sequence"], raw, not terminated
+        yield record
+
+
+def _skip_past_newline(file) -> bool:
+    """Read past the rest of an over-long line; False when it runs to the end of the file."""
+    while True:
+        block = file.read(BLOCK)
+        if not block:
+            return False
+        if b"\n" in block:
+            file.seek(block.index(b"\n") + 1 - len(block), os.SEEK_CUR)
+            return True
+
+
+# --------------------------------------------------------------------------- the hash chain
+
+_CHAIN_PREFIX = f',"{CHAIN_FIELD}":"'.encode()
+_CHAIN_SUFFIX_LENGTH = len(_CHAIN_PREFIX) + 64 + 2
+
+
+def seal(previous_line: bytes, body: bytes) -> bytes:
+    """Append the chain field to a JSON object's bytes: sha256 over the previous line and this body."""
+    digest = hashlib.sha256(previous_line + b"\n" + body).hexdigest()
+    return body[:-1] + f',"{CHAIN_FIELD}":"{digest}"}}'.encode()
+
+
+def chain_problem(previous_line: bytes, line: bytes) -> str | None:
+    """Say why a sealed line does not follow previous_line, or None when the chain holds."""
+    suffix = line[-_CHAIN_SUFFIX_LENGTH:]
+    if not (suffix.startswith(_CHAIN_PREFIX) and suffix.endswith(b'"}')):
+        return "chain field is not the last field of the record"
+    if seal(previous_line, line[:-_CHAIN_SUFFIX_LENGTH] + b"}") != line:
+        return "chain mismatch: this line or the one before it was changed, inserted or removed"
+    return None
+
+
+# --------------------------------------------------------------------------- child processes
+
+
+def child_process_env() -> dict:
+    """This process's environment, with PYTHONPATH set so a child Python imports this very package."""
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+
+
+def start_child(target: str, *args) -> subprocess.Popen:
+    """Start target ("package.module:function") in a new Python process, called with args as strings.
+
+    The child imports this very package; its stdin, stdout and stderr are text pipes.
+    Every real crash in the kit (the lessons, the crash lab, the tests) starts here.
+    """
+    module, function = target.split(":")
+    program = f"import sys; from {module} import {function}; {function}(*sys.argv[1:])"
+    return subprocess.Popen([sys.executable, "-c", program, *map(str, args)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_process_env())
+
+
+def kill_child(child: subprocess.Popen) -> tuple[str, str]:
+    """Kill the child at once (SIGKILL on POSIX): none of its code runs again.
+
+    Returns what it wrote to stdout and stderr that had not been read yet.
+    """
+    child.kill()
+    return child.communicate()
+
+
+class AgentProcess:
+    """The scripted agent (MockLLM + the agent loop) running in a child process, one event per request."""
+
+    def __init__(self, path, *, ticking: bool = False):
+        self.child = start_child("s09_jsonl_transcript.lab:agent_child", path, "ticking" if ticking else "real")
+
+    def append_next(self) -> dict:
+        """Let the agent append its next event; returns the record once append has returned (acknowledged)."""
+        return json.loads(self._ask("go"))
+
+    def messages(self) -> list[dict]:
+        """The messages[] the agent holds in its memory right now."""
+        return json.loads(self._ask("messages"))
+
+    def tear_next(self) -> None:
+        """Let the agent start its next append and stop it halfway through the write (a staged crash point)."""
+        if self._ask("tear") != "torn":
+            raise RuntimeError("the agent did not reach the middle of its write")
+
+    def kill(self) -> int:
+        """SIGKILL the agent and return its exit status (-9 on POSIX)."""
+        kill_child(self.child)
+        return self.child.returncode
+
+    def _ask(self, command: str) -> str:
+        self.child.stdin.write(command + "\n")
+        self.child.stdin.flush()
+        reply = self.child.stdout.readline().strip()
+        if not reply:
+            raise RuntimeError(f"the agent process died: {kill_child(self.child)[1].strip()[-500:]}")
+        return reply
+
+
+class _StopMidWrite(OsFileIO):
+    """File I/O whose next write, once armed, puts half its bytes on disk and then never returns."""
+
+    def __init__(self, on_torn: Callable[[], None]):
+        self.armed, self.on_torn = False, on_torn
+
+    def write(self, fd, data):
+        if not self.armed:
+            return super().write(fd, data)
+        super().write(fd, data[: len(data) // 2])
+        self.on_torn()  # blocks until the process is killed, or raises to abandon the writer
+        raise AssertionError("a torn write must not return")
+
+
+def agent_child(path: str, clock: str = "real") -> None:
+    """Body of the agent's child process. Reads commands on stdin, one reply line each:
+
+    'go' appends the next event and prints its record once append has returned;
+    'messages' prints the messages[] the agent holds in memory;
+    'tear' starts the next append, puts half of its record on disk, prints 'torn' and
+    waits, in the middle of the write, for the parent to kill the process.
+    """
+    def torn():
+        print("torn", flush=True)
+        sys.stdin.readline()  # blocks until the parent kills us
+
+    file_io = _StopMidWrite(torn)
+    transcript = DurableTranscript(path, clock=ticking_clock() if clock == "ticking" else None, file_io=file_io)
+    llm, messages = MockLLM(), []
+    for command in sys.stdin:
+        if command.strip() == "messages":
+            print(json.dumps(messages), flush=True)
+            continue
+        event = llm.next_event()
+        file_io.armed = command.strip() == "tear"
+        record = transcript.append(event)
+        if event_to_message(record) is not None:
+            messages.append(event_to_message(record))
+        print(json.dumps(record), flush=True)
+
+
+def _check_kill_point(kill_after, tear: bool) -> None:
+    last = len(BUG_FIX_SCRIPT) - (1 if tear else 0)  # a tear needs a next event to tear
+    if not isinstance(kill_after, int) or isinstance(kill_after, bool) or not 0 <= kill_after <= last:
+        raise ValueError(f"kill_after must be between 0 and {last}, not {kill_after!r}")
+
+
+def crash_agent_in_child(path, kill_after: int, tear: bool = True, *, ticking: bool = False) -> list[int]:
+    """Run the agent in a child process and kill it (SIGKILL) after kill_after acknowledged appends.
+
+    Returns the sequences the child acknowledged. With tear, the child is killed in
+    the middle of its next append, with half of that record on disk: a real partial tail.
+    """
+    _check_kill_point(kill_after, tear)
+    agent = AgentProcess(path, ticking=ticking)
+    try:
+        acknowledged = [agent.append_next()["sequence"] for _ in range(kill_after)]
+        if tear:
+            agent.tear_next()
+    finally:
+        agent.kill()
+    return acknowledged
+
+
+class _AbandonWriter(Exception):
+    """Raised inside a torn write to leave it as a dying process would."""
+
+
+def simulate_agent_crash(path, kill_after: int, tear: bool = True, *, ticking: bool = False) -> list[int]:
+    """The same crash as crash_agent_in_child, acted out in this process (where no SIGKILL exists).
+
+    Appends kill_after events, optionally puts half of the next record on disk, then
+    abandons the writer as a dying process would. Returns the acknowledged sequences.
+    """
+    _check_kill_point(kill_after, tear)
+
+    def abandon():
+        raise _AbandonWriter
+
+    file_io = _StopMidWrite(abandon)
+    transcript = DurableTranscript(path, clock=ticking_clock() if ticking else None, file_io=file_io)
+    llm = MockLLM()
+    acknowledged = [transcript.append(llm.next_event())["sequence"] for _ in range(kill_after)]
+    if tear:
+        file_io.armed = True
+        try:
+            transcript.append(llm.next_event())
+        except _AbandonWriter:
+            pass
+    transcript.close()  # the operating system closes a dead process's descriptors and locks
+    return acknowledged

@@ -25,7 +25,7 @@ answer_pending_calls, check_timeouts) are validated commits.
 
 Reading: read_from(sequence) returns the events after a cursor; page_back(count, before) pages
 backwards through older history ("if the user scrolls back, read more on demand"). Both read what
-they return plus about one block, through JSONLTranscript.read_recent, like replay.
+they return plus about one block, through DurableTranscript.read_recent, like replay.
 
 Threads: any thread may commit, emit deltas or subscribe. The writer's lock is held only to
 append and to put what was committed into each subscriber's own queue; no subscriber code runs
@@ -43,11 +43,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .code import (
-    TYPE_FUNCTION_CALL,
-    JSONLTranscript,
-    TranscriptCorruptionError,
-)
+from .code import TYPE_FUNCTION_CALL, TranscriptCorruptionError
+from .lab import DurableTranscript
 from .timeouts import DEFAULT_LIMITS, Limits, due_timeouts
 from .turns import (
     EXPIRED,
@@ -127,7 +124,7 @@ def _check_cursor(sequence) -> int:
     return sequence
 
 
-def committed_end(transcript: JSONLTranscript) -> tuple[int, int]:
+def committed_end(transcript: DurableTranscript) -> tuple[int, int]:
     """(last committed sequence, byte offset where it ends), read from the tail (about one block)."""
     tail = transcript.read_recent(1)
     if not tail.events:
@@ -136,7 +133,7 @@ def committed_end(transcript: JSONLTranscript) -> tuple[int, int]:
     return tail.last_sequence, end
 
 
-def read_range(transcript: JSONLTranscript, after: int, upto: int, end: int) -> list[dict]:
+def read_range(transcript: DurableTranscript, after: int, upto: int, end: int) -> list[dict]:
     """The committed events after sequence `after` up to `upto`, which ends at byte `end`; validated.
 
     Reads what it returns plus about one block (read_recent before `end`), however much the file
@@ -152,7 +149,7 @@ def read_range(transcript: JSONLTranscript, after: int, upto: int, end: int) -> 
     return events
 
 
-def read_from(transcript: JSONLTranscript, sequence: int) -> list[dict]:
+def read_from(transcript: DurableTranscript, sequence: int) -> list[dict]:
     """Every committed event after cursor `sequence`, oldest first, validated.
 
     For any reader (no writer needed): one tail read finds the last committed event, a second
@@ -165,7 +162,7 @@ def read_from(transcript: JSONLTranscript, sequence: int) -> list[dict]:
     return read_range(transcript, after, upto, end)
 
 
-def page_back(transcript: JSONLTranscript, count: int, before: int | None = None) -> Page:
+def page_back(transcript: DurableTranscript, count: int, before: int | None = None) -> Page:
     """The count events in front of byte cursor `before` (the newest when None), oldest first.
 
     Pass the page's cursor as `before` to read the page in front of it.
@@ -340,7 +337,7 @@ class SessionEventLog:
     whole file when it opens: that is crash recovery. Append through the log, not the transcript.
     """
 
-    def __init__(self, transcript: JSONLTranscript, *, limits: Limits = DEFAULT_LIMITS):
+    def __init__(self, transcript: DurableTranscript, *, limits: Limits = DEFAULT_LIMITS):
         self.transcript, self.limits = transcript, limits
         self._fanout = threading.Lock()  # taken after transcript.lock, never before it
         self._subscribers: list[Subscription] = []
@@ -352,13 +349,13 @@ class SessionEventLog:
 
     @classmethod
     def create(cls, path, *, limits: Limits = DEFAULT_LIMITS, **options) -> SessionEventLog:
-        """A new session (FileExistsError if its file exists); options go to JSONLTranscript."""
-        return cls(JSONLTranscript.create(path, **options), limits=limits)
+        """A new session (FileExistsError if its file exists); options go to DurableTranscript."""
+        return cls(DurableTranscript.create(path, **options), limits=limits)
 
     @classmethod
     def open(cls, path, *, limits: Limits = DEFAULT_LIMITS, **options) -> SessionEventLog:
         """An existing session (or a new file), its state rebuilt from the file."""
-        return cls(JSONLTranscript(path, **options), limits=limits)
+        return cls(DurableTranscript(path, **options), limits=limits)
 
     def __repr__(self):
         return f"SessionEventLog({self.transcript.path.name!r}, last_sequence={self._last_sequence})"

@@ -27,14 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Iterable
 
-from .code import (
-    SCHEMA_VERSION,
-    TYPE_AI_TITLE,
-    TYPE_FUNCTION_CALL,
-    TYPE_FUNCTION_CALL_RESULT,
-    TYPE_MESSAGE,
-    JSONLTranscript,
-)
+from .code import SCHEMA_VERSION, TYPE_AI_TITLE, TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE
+from .lab import DurableTranscript
 
 TYPE_TURN_START = "turn_start"
 TYPE_TURN_END = "turn_end"
@@ -267,12 +261,12 @@ def tool_result_event(call_id: str, output=None, *, error: str | None = None) ->
             "output": "" if output is None else output}
 
 
-def start_turn(transcript: JSONLTranscript, turn_number: int, reason: str = START_USER) -> dict:
+def start_turn(transcript: DurableTranscript, turn_number: int, reason: str = START_USER) -> dict:
     """Durably append turn_start; returns the record written. (live.py checks the state first.)"""
     return transcript.append(turn_start_event(turn_number, reason))
 
 
-def end_turn(transcript: JSONLTranscript, turn_number: int, reason: str, token_summary: dict | None = None) -> dict:
+def end_turn(transcript: DurableTranscript, turn_number: int, reason: str, token_summary: dict | None = None) -> dict:
     """Durably append turn_end; returns the record written. (live.py checks the state first.)"""
     return transcript.append(turn_end_event(turn_number, reason, token_summary))
 

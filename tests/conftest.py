@@ -1,14 +1,24 @@
-"""Shared fixtures: a transcript in a temporary folder with a deterministic clock."""
+"""Shared fixtures (a transcript in a temporary folder with a deterministic clock) and the two test tiers.
+
+The default run (`python -m pytest`) is the fast tier: the library, the lesson modules, the English
+notebooks under strict nbval and one grading of a reference and of a release. `--full` adds the slow
+tier: the Chinese notebooks, the grader's full and red-team suites, the browser test and the long
+crash-lab campaigns. A test joins the slow tier by `@pytest.mark.slow`, by living in a module listed in
+SLOW_MODULES, or by being a notebook under notebooks/zh.
+"""
+
+from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, run_agent, ticking_clock
+from s09_jsonl_transcript.code import MockLLM, run_agent, ticking_clock
+from s09_jsonl_transcript.lab import DurableTranscript
 
 
 @pytest.fixture
 def transcript(tmp_path):
     """An empty transcript (session id 'session') whose clock ticks one second per event."""
-    with JSONLTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as opened:
+    with DurableTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as opened:
         yield opened
 
 
@@ -18,3 +28,34 @@ def bug_fix(transcript):
     run_agent(transcript, MockLLM())
     transcript.close()
     return transcript
+
+
+SLOW_MODULES = {
+    "test_browser.py",  # JupyterLab in headless Chromium, every notebook in both languages
+    "test_bilingual_notebooks.py",  # builds and compares both languages' notebooks
+    "test_live_route.py",  # the instructor's live route, run twice after Run All
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="run the slow tier too (Chinese notebooks, grader suites, browser, long campaigns)")
+
+
+def _is_slow(item) -> bool:
+    path = Path(str(item.fspath))
+    return (item.get_closest_marker("slow") is not None or path.name in SLOW_MODULES
+            or (path.suffix == ".ipynb" and path.parent.name == "zh"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the slow tier unless --full (or an explicit -m expression) asks for it."""
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+    if config.getoption("--full") or config.getoption("markexpr"):
+        return
+    slow = [item for item in items if _is_slow(item)]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not _is_slow(item)]

@@ -10,18 +10,12 @@ from pathlib import Path
 import pytest
 
 from s09_jsonl_transcript import bench
-from s09_jsonl_transcript.code import (
-    RESERVED_ENVELOPE_FIELDS,
-    TYPE_FUNCTION_CALL,
-    TYPE_FUNCTION_CALL_RESULT,
-    TYPE_MESSAGE,
-    TYPE_REASONING,
-    JSONLTranscript,
-)
+from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, TYPE_REASONING
+from s09_jsonl_transcript.lab import RESERVED_FIELDS, DurableTranscript
 
 
 def payload(record):
-    return {key: value for key, value in record.items() if key not in RESERVED_ENVELOPE_FIELDS}
+    return {key: value for key, value in record.items() if key not in RESERVED_FIELDS}
 
 
 # --------------------------------------------------------------------------- synthetic transcripts
@@ -53,11 +47,11 @@ def test_a_bulk_written_transcript_passes_the_readers_validation(tmp_path):
     path = tmp_path / "bulk.jsonl"
     size = bench.write_bulk_transcript(path, 25, 120, chunk=7)  # chunks that do not divide the count
     assert size == path.stat().st_size
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     assert [event["sequence"] for event in events] == list(range(1, 26))
     assert [payload(event) for event in events] == [bench.synthetic_event(n, 120) for n in range(25)]
-    assert JSONLTranscript(path).replay_state(10).total_events == 25
-    with JSONLTranscript(path) as writer:  # a later writer carries on where the bulk writer stopped
+    assert DurableTranscript(path).replay_state(10).total_events == 25
+    with DurableTranscript(path) as writer:  # a later writer carries on where the bulk writer stopped
         assert writer.append({"type": TYPE_MESSAGE, "role": "user", "content": "next"})["sequence"] == 26
 
 
@@ -101,12 +95,14 @@ def test_paired_ratio_is_the_median_of_ratios_within_rounds():
 
 def test_the_bare_baseline_and_sqlite_write_the_very_bytes_append_wrote(tmp_path):
     samples = bench.single_write_costs(tmp_path, rounds=2, per_round=4, text_bytes=80, sqlite_modes=("FULL", "NORMAL"))
-    assert set(samples) == {"append", "bare", "write_only", "sqlite_FULL", "sqlite_NORMAL"}
+    assert set(samples) == {"append", "lesson_append", "bare", "write_only", "sqlite_FULL", "sqlite_NORMAL"}
     assert all(len(values) == 2 and all(value > 0 for value in values) for values in samples.values())
     appended = (tmp_path / "single-append.jsonl").read_bytes()
     after_warm_up = appended.split(b"\n", 4)[4]  # the first 4 lines were the warm-up round
     assert (tmp_path / "single-bare.jsonl").read_bytes() == after_warm_up
     assert (tmp_path / "single-unsynced.jsonl").read_bytes() == after_warm_up
+    lesson = [json.loads(line) for line in (tmp_path / "single-lesson.jsonl").read_bytes().splitlines()]
+    assert len(lesson) == 4 * 3  # the warm-up round and two measured rounds of the same events
     for mode in ("FULL", "NORMAL"):
         with sqlite3.connect(tmp_path / f"single-{mode}.sqlite3") as connection:
             records = [row[0] for row in connection.execute("SELECT record FROM events ORDER BY sequence")]
@@ -160,7 +156,7 @@ def test_replay_costs_and_memory_probe_read_real_transcripts(tmp_path):
     samples = bench.replay_costs({"big": big, "small": small}, rounds=2, window=50)
     assert set(samples) == {"big", "small"} and all(len(v) == 2 for v in samples.values())
     memory = bench.replay_peak_memory(big, 50)
-    assert memory["messages"] == len(JSONLTranscript(big).replay(50))
+    assert memory["messages"] == len(DurableTranscript(big).replay(50))
     assert memory["peak_bytes"] >= memory["baseline_bytes"] > 0
 
 
@@ -168,8 +164,8 @@ def test_open_and_append_grows_the_big_file_and_restarts_the_empty_one(tmp_path)
     big = tmp_path / "big.jsonl"
     bench.write_bulk_transcript(big, 40, 30)
     bench.open_and_append_costs(big, tmp_path / "empty.jsonl", rounds=3, text_bytes=30)
-    assert JSONLTranscript(big).count_lines() == 43
-    assert [e["sequence"] for e in JSONLTranscript(tmp_path / "empty.jsonl").read_events()] == [1]
+    assert DurableTranscript(big).count_lines() == 43
+    assert [e["sequence"] for e in DurableTranscript(tmp_path / "empty.jsonl").read_events()] == [1]
 
 
 # --------------------------------------------------------------------------- figures and the command
@@ -212,7 +208,8 @@ def test_the_quick_command_prints_seven_figures_and_writes_the_raw_numbers(tmp_p
 
 def fake_measured(batch: dict) -> dict:
     """What run_all returns, with the given batch samples and placeholder samples elsewhere."""
-    return {"single": {"append": [1.0], "bare": [1.0], "write_only": [0.1], "sqlite_FULL": [1.0]},
+    return {"single": {"append": [1.0], "lesson_append": [1.0], "bare": [1.0], "write_only": [0.1],
+                       "sqlite_FULL": [1.0]},
             "batch": batch, "replay": {"big": [2.0], "small": [1.0]}, "open_append": {"big": [2.0], "empty": [1.0]},
             "recover": {"recover": [1.0], "json_loads": [1.0]},
             "memory": {"baseline_bytes": 0, "peak_bytes": 2**20}, "big_bytes": 2**30}

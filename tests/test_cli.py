@@ -8,23 +8,29 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, run_agent, ticking_clock
+from s09_jsonl_transcript.code import MockLLM, run_agent, ticking_clock
+from s09_jsonl_transcript.lab import DurableTranscript
 
 REPO = Path(__file__).resolve().parent.parent
 CODE_PY = REPO / "s09_jsonl_transcript" / "code.py"
 
 
-def run(*args, cwd=None, stdin="", env=None):
+def run(*args, cwd=None, stdin="", env=None, program=(str(CODE_PY),)):
     """Run `python s09_jsonl_transcript/code.py ARGS` from another folder; return the finished process."""
     english = {"LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"}  # the tests' own locale: English unless asked
     environment = {**os.environ, **english, **(env or {})}
-    return subprocess.run([sys.executable, str(CODE_PY), *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, *program, *args], capture_output=True, text=True,
                           input=stdin, cwd=cwd, env=environment, timeout=120)
+
+
+def kit(*args, **options):
+    """Run the kit's command line, `python -m s09_jsonl_transcript ARGS`."""
+    return run(*args, program=("-m", "s09_jsonl_transcript"), **options)
 
 
 @pytest.fixture
 def bug_fix_file(tmp_path):
-    with JSONLTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as transcript:
+    with DurableTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as transcript:
         run_agent(transcript, MockLLM())
     return transcript.path
 
@@ -56,9 +62,11 @@ def test_the_demo_keeps_its_files_under_root(tmp_path):
     assert result.returncode == 0, result.stderr
     kept = tmp_path / "demo-root" / "projects" / "demo"
     assert sorted(p.name for p in kept.iterdir()) == ["session-1.jsonl"]
-    scanned = JSONLTranscript(kept / "session-1.jsonl").scan()
+    scanned = DurableTranscript(kept / "session-1.jsonl").scan()
     assert (len(scanned.events), scanned.ignored_partial_tail) == (8, True)
-    assert run("--root", str(tmp_path / "demo-root")).returncode == 0  # a rerun starts over
+    again = run("--root", str(tmp_path / "demo-root"))  # the lesson never appends a second demo to the first
+    assert again.returncode == 2 and "already holds a demo session" in again.stderr
+    assert kit("--root", str(tmp_path / "demo-root")).returncode == 0  # the kit's command line starts over
 
 
 def test_the_package_runs_as_a_module_too(tmp_path):
@@ -68,7 +76,7 @@ def test_the_package_runs_as_a_module_too(tmp_path):
 
 
 def test_inspect_summarises_a_valid_transcript(bug_fix_file):
-    result = run("inspect", str(bug_fix_file))
+    result = kit("inspect", str(bug_fix_file))
     assert result.returncode == 0
     assert "events:        12 (ai-title 1, file-history-snapshot 1, function_call 3, function_call_result 3, " \
            "message 3, reasoning 1)" in result.stdout
@@ -78,7 +86,7 @@ def test_inspect_summarises_a_valid_transcript(bug_fix_file):
 def test_inspect_reports_a_torn_tail_without_failing(bug_fix_file):
     with open(bug_fix_file, "ab") as file:
         file.write(b'{"half')
-    result = run("inspect", str(bug_fix_file), "--json")
+    result = kit("inspect", str(bug_fix_file), "--json")
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["ignored_partial_tail"] is True and report["corruption"] is None
 
@@ -87,14 +95,14 @@ def test_inspect_names_the_first_corrupt_line_and_exits_1(bug_fix_file):
     lines = bug_fix_file.read_bytes().split(b"\n")
     lines[6] = b"garbage"
     bug_fix_file.write_bytes(b"\n".join(lines))
-    result = run("inspect", str(bug_fix_file))
+    result = kit("inspect", str(bug_fix_file))
     assert result.returncode == 1
     assert "CORRUPT:       line 7" in result.stdout and "invalid complete JSON record" in result.stdout
     assert "events:        6" in result.stdout
 
 
 def test_replay_prints_the_window_as_json(bug_fix_file):
-    result = run("replay", str(bug_fix_file), "--max-items", "2")
+    result = kit("replay", str(bug_fix_file), "--max-items", "2")
     assert result.returncode == 0
     assert json.loads(result.stdout) == [{"role": "assistant",
                                           "content": "Fixed: add() returns a + b and the test passes."}]
@@ -102,9 +110,10 @@ def test_replay_prints_the_window_as_json(bug_fix_file):
 
 def test_replay_of_a_corrupt_file_is_one_clear_line(bug_fix_file):
     bug_fix_file.write_bytes(bug_fix_file.read_bytes().replace(b'"sequence":12', b'"sequence":13'))
-    result = run("replay", str(bug_fix_file))
+    result = kit("replay", str(bug_fix_file))
     assert result.returncode == 1
-    assert result.stderr == "s09: session.jsonl:12: expected sequence 12, got 13\n"
+    offset = bug_fix_file.read_bytes().rindex(b"\n", 0, -1) + 1  # where line 12 starts
+    assert result.stderr == f"s09: session.jsonl:12: expected sequence 12, got 13 (byte offset {offset})\n"
 
 
 @pytest.mark.parametrize("args", [
@@ -116,7 +125,7 @@ def test_replay_of_a_corrupt_file_is_one_clear_line(bug_fix_file):
     ["frobnicate"],
 ])
 def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path, args):
-    result = run(*args, cwd=tmp_path)
+    result = kit(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout == "" and result.stderr.count("\n") == 1 and result.stderr.startswith("s09: error:")
     assert "Traceback" not in result.stderr
@@ -135,29 +144,27 @@ def test_the_interactive_shell_appends_and_replays(tmp_path):
         "recover",
         "quit",
     ])
-    result = run("--interactive", "--root", str(tmp_path), stdin=commands)
+    result = kit("--interactive", "--root", str(tmp_path), stdin=commands)
     assert result.returncode == 0, result.stderr
     assert "appended transcript:interactive-1:1 (message); jsonl line: 1" in result.stdout
     assert "no pending tool call to answer" in result.stdout
     assert "error:" in result.stdout  # the bad JSON arguments, reported without a traceback
     path = tmp_path / "projects" / "shell" / "interactive-1.jsonl"
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     assert [e["type"] for e in events] == ["message", "function_call", "function_call_result", "ai-title", "message"]
     assert events[2]["callId"] == events[1]["callId"]
     # a second shell in the same root starts a new session instead of appending to the first one's
-    again = run("--interactive", "--root", str(tmp_path), stdin="user hello again\nquit")
+    again = kit("--interactive", "--root", str(tmp_path), stdin="user hello again\nquit")
     assert "appended transcript:interactive-2:1 (message)" in again.stdout
-    assert len(JSONLTranscript(path).read_events()) == 5
+    assert len(DurableTranscript(path).read_events()) == 5
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
-@pytest.mark.parametrize("no_color, coloured", [("", True), ("1", False)])
-def test_colours_only_on_a_terminal_and_never_with_no_color(tmp_path, no_color, coloured):
+def test_the_demo_on_a_terminal_prints_plain_text(tmp_path):
     import pty
 
     leader, follower = pty.openpty()
-    env = {**os.environ, "NO_COLOR": no_color}
-    child = subprocess.Popen([sys.executable, str(CODE_PY)], stdout=follower, stderr=follower, cwd=tmp_path, env=env)
+    child = subprocess.Popen([sys.executable, str(CODE_PY)], stdout=follower, stderr=follower, cwd=tmp_path)
     os.close(follower)
     output = b""
     while True:
@@ -170,7 +177,7 @@ def test_colours_only_on_a_terminal_and_never_with_no_color(tmp_path, no_color, 
         output += chunk
     os.close(leader)
     assert child.wait(timeout=120) == 0
-    assert (b"\033[" in output) is coloured
+    assert b"\033[" not in output
     assert b"recovered messages == the messages Part 1 acknowledged: True" in output
 
 

@@ -2,7 +2,6 @@
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab.damage_maps import (
     LINE_EDITS,
     SHORTER,
@@ -12,6 +11,7 @@ from s09_jsonl_transcript.crashlab.damage_maps import (
     write_sample,
 )
 from s09_jsonl_transcript.damage import CLEAN, CORRUPT, SILENT, rewrite_line, swap_lines, verdict
+from s09_jsonl_transcript.lab import DurableTranscript
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_summary_rows_agree_with_the_reports(reports):
 
 def test_swap_and_rewrite_change_real_files(tmp_path):
     path = write_sample(tmp_path / "s.jsonl", sessions=1, integrity=True)
-    reference = JSONLTranscript(path, integrity=True).read_events()
+    reference = DurableTranscript(path, integrity=True).read_events()
     original = path.read_bytes()
     swap_lines(path, 3)
     assert path.read_bytes() != original and sorted(path.read_bytes().split(b"\n")) == sorted(original.split(b"\n"))

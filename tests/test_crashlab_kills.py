@@ -2,12 +2,12 @@
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab import KillTrial, kill_campaign, kill_summary, tally, workload_event
 from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
 from s09_jsonl_transcript.crashlab.victim import TearingFileIO
 from s09_jsonl_transcript.crashlab.workload import ALL_MODES, LIVE_MODES, MODES, expected_event, stream_pieces
 from s09_jsonl_transcript.damage import CLEAN, PARTIAL_TAIL
+from s09_jsonl_transcript.lab import DurableTranscript
 
 
 def test_reduced_kill_campaign_loses_nothing_acknowledged(tmp_path):
@@ -29,7 +29,7 @@ def test_reduced_kill_campaign_loses_nothing_acknowledged(tmp_path):
 def test_kill_trials_are_checked_against_the_files_left_behind(tmp_path):
     (result,) = kill_campaign(1, seed=3, root=tmp_path, modes=("append",))
     (path,) = tmp_path.glob("kill-0000-append.jsonl")
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     # the campaign appended one event after the kill to prove the file can be continued
     assert len(events) == result.recovered + 1
     assert result.recovered >= result.acknowledged
@@ -49,7 +49,7 @@ def test_bad_arguments_are_refused():
 
 
 def test_tally_finds_lost_duplicated_and_spliced_events(tmp_path):
-    with JSONLTranscript(tmp_path / "s.jsonl") as writer:
+    with DurableTranscript(tmp_path / "s.jsonl") as writer:
         events = [writer.append(workload_event(n)) for n in (1, 2, 3)]
     assert tally(events, [1, 2, 3]).ok
     assert tally(events[:2], [1, 2, 3]).lost == 1
@@ -69,7 +69,7 @@ def test_a_trial_with_a_lost_event_is_not_ok():
 
 def test_a_torn_write_is_refused_and_repaired_by_the_next_append(tmp_path):
     file_io = TearingFileIO()
-    writer = JSONLTranscript(tmp_path / "s.jsonl", file_io=file_io)
+    writer = DurableTranscript(tmp_path / "s.jsonl", file_io=file_io)
     writer.append(workload_event(1))
     file_io.arm(0.5)
     with pytest.raises(OSError, match="short write"):
@@ -77,7 +77,7 @@ def test_a_torn_write_is_refused_and_repaired_by_the_next_append(tmp_path):
     assert writer.replay_state(1).ignored_partial_tail
     writer.append(workload_event(2))
     writer.close()
-    assert tally(JSONLTranscript(tmp_path / "s.jsonl").read_events(), [1, 2]).ok
+    assert tally(DurableTranscript(tmp_path / "s.jsonl").read_events(), [1, 2]).ok
 
 
 def test_the_kill_command_prints_a_table_and_passes(capsys):
@@ -96,14 +96,14 @@ def test_writers_killed_inside_a_stream_or_a_validated_commit_lose_nothing_ackno
     # Nearly all of a live victim's time is spent inside a stream or a validated commit: most kills land there.
     assert sum(result.killed_inside for result in results) > 0
     for path in tmp_path.glob("kill-*-stream.jsonl"):
-        events = JSONLTranscript(path).read_events()
+        events = DurableTranscript(path).read_events()
         assert all(event["part_id"] == f"part-{event['sequence']}" for event in events)  # final parts only
         assert not [event for event in events if event["content"] in stream_pieces(event["n"])[:-1]]
 
 
 def test_validated_racers_write_batches_one_winner_at_a_time(tmp_path):
     (result,) = kill_campaign(1, seed=9, root=tmp_path, modes=("validated",), max_delay=0.05)
-    events = JSONLTranscript(next(tmp_path.glob("kill-*.jsonl"))).read_events()
+    events = DurableTranscript(next(tmp_path.glob("kill-*.jsonl"))).read_events()
     assert result.ok and tally(events, [], "validated").ok
     assert [event["n"] for event in events] == list(range(1, len(events) + 1))
 

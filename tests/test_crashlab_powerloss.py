@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript, ticking_clock
+from s09_jsonl_transcript.code import ticking_clock
 from s09_jsonl_transcript.crashlab.powerloss import (
     ABSENT,
     FAILS_CLOSED,
@@ -21,6 +21,7 @@ from s09_jsonl_transcript.crashlab.powerloss import (
     record_workload,
 )
 from s09_jsonl_transcript.crashlab.workload import workload_event
+from s09_jsonl_transcript.lab import DurableTranscript
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_every_byte_of_one_append_is_a_tear_point():
 def _recorded_append(tmp_path, *, acknowledge_before_sync=False, sync_directory=True):
     """Record one append; optionally replay it the way a buggy writer would have ordered it."""
     file_io = RecordingFileIO()
-    with JSONLTranscript(tmp_path / "bug.jsonl", clock=ticking_clock(), file_io=file_io) as writer:
+    with DurableTranscript(tmp_path / "bug.jsonl", clock=ticking_clock(), file_io=file_io) as writer:
         writer.append(workload_event(1))
         file_io.acknowledge([1])
     changes = list(file_io.changes)
@@ -68,7 +69,7 @@ def _recorded_append(tmp_path, *, acknowledge_before_sync=False, sync_directory=
         changes.insert(changes.index(Change("fsync")), ack)
     if not sync_directory:
         changes.remove(Change("fsync_dir"))
-    return changes, JSONLTranscript(tmp_path / "bug.jsonl").read_events()
+    return changes, DurableTranscript(tmp_path / "bug.jsonl").read_events()
 
 
 def _findings(tmp_path, changes, reference, initial=None):
@@ -111,12 +112,12 @@ class UnmarkedBatches(RecordingFileIO):
 
 def _recorded_batch(tmp_path, file_io):
     path = tmp_path / "batch.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock(), file_io=file_io) as writer:
+    with DurableTranscript(path, clock=ticking_clock(), file_io=file_io) as writer:
         writer.append(workload_event(1))
         file_io.acknowledge([1])
         writer.append_batch([workload_event(n) for n in (2, 3, 4)])
         file_io.acknowledge([2, 3, 4])
-    return file_io.changes, JSONLTranscript(path).read_events()
+    return file_io.changes, DurableTranscript(path).read_events()
 
 
 def _batch_findings(tmp_path, changes, reference):

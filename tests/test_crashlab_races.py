@@ -2,22 +2,22 @@
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab.races import SCENARIOS, RaceResult, race, race_campaign
+from s09_jsonl_transcript.lab import DurableTranscript
 
 
 def test_on_one_session_exactly_one_racer_writes(tmp_path):
     result = race("one session", racers=8, events=3, root=tmp_path)
     assert result.ok, result.problem
     assert (result.wrote, result.locked, result.events) == (1, 7, 3)
-    assert len(JSONLTranscript(tmp_path / "one-session" / "session.jsonl").read_events()) == 3
+    assert len(DurableTranscript(tmp_path / "one-session" / "session.jsonl").read_events()) == 3
 
 
 def test_racers_taking_turns_land_every_event_once(tmp_path):
     result = race("taking turns", racers=4, events=3, integrity=True, root=tmp_path)
     assert result.ok, result.problem
     assert result.events == 12
-    events = JSONLTranscript(tmp_path / "taking-turns" / "session.jsonl", integrity=True).read_events()
+    events = DurableTranscript(tmp_path / "taking-turns" / "session.jsonl", integrity=True).read_events()
     assert [event["sequence"] for event in events] == list(range(1, 13))
 
 

@@ -14,13 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s09_jsonl_transcript.cli import inspect_transcript
-from s09_jsonl_transcript.code import (
-    JSONLTranscript,
-    TranscriptCorruptionError,
-    TranscriptValidationError,
-    ticking_clock,
-)
+from s09_jsonl_transcript.code import TranscriptCorruptionError, TranscriptValidationError, ticking_clock
 from s09_jsonl_transcript.crashlab.workload import workload_event
+from s09_jsonl_transcript.lab import DurableTranscript
 
 EXAMPLES = int(os.environ.get("S09_FUZZ_EXAMPLES", "150"))
 fuzz = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -29,7 +25,7 @@ NAME = "fuzz.jsonl"  # every file has the same session id, so valid records can 
 
 def _valid_file(integrity: bool, count: int) -> bytes:
     with tempfile.TemporaryDirectory() as folder:
-        with JSONLTranscript(Path(folder) / NAME, integrity=integrity, clock=ticking_clock()) as writer:
+        with DurableTranscript(Path(folder) / NAME, integrity=integrity, clock=ticking_clock()) as writer:
             writer.append_batch([workload_event(n) for n in range(1, count + 1)])
         return (Path(folder) / NAME).read_bytes()
 
@@ -39,7 +35,7 @@ VALID = {integrity: _valid_file(integrity, 6) for integrity in (False, True)}
 
 def _read_everything(path: Path, integrity: bool):
     """Every way the kit reads a file; return the events, or None when it reported corruption."""
-    transcript = JSONLTranscript(path, integrity=integrity)
+    transcript = DurableTranscript(path, integrity=integrity)
     try:
         events = transcript.read_events()
     except TranscriptCorruptionError:
@@ -57,12 +53,12 @@ def _read_everything(path: Path, integrity: bool):
 def _append_after(path: Path, integrity: bool, events_before) -> None:
     """A fresh writer either refuses with a kit error or continues the file by exactly one event."""
     try:
-        with JSONLTranscript(path, integrity=integrity) as writer:
+        with DurableTranscript(path, integrity=integrity) as writer:
             writer.append(workload_event(1))
     except TranscriptCorruptionError:
         return
     try:
-        after = JSONLTranscript(path, integrity=integrity).read_events()
+        after = DurableTranscript(path, integrity=integrity).read_events()
     except TranscriptCorruptionError:
         # Only a file that was already damaged before the last line may stay unreadable:
         # the writer checks the tail it continues, not every line before it.
@@ -84,7 +80,7 @@ def _check_file(data: bytes, integrity: bool) -> list | None:
 def _events_of(data: bytes, integrity: bool) -> list:
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / NAME).write_bytes(data)
-        return JSONLTranscript(Path(folder) / NAME, integrity=integrity).read_events()
+        return DurableTranscript(Path(folder) / NAME, integrity=integrity).read_events()
 
 
 REFERENCE = _events_of(VALID[True], True)  # what the undamaged chained file holds
@@ -154,11 +150,11 @@ def test_with_the_chain_a_record_stripped_of_its_envelope_is_caught(tmp_path):
     stripped = first[: first.index(b'"schema_version"')] + first[first.index(b'"recorded_at"'):]
     (tmp_path / NAME).write_bytes(stripped + b"\n")
     with pytest.raises(TranscriptCorruptionError, match="chain"):
-        JSONLTranscript(tmp_path / NAME, integrity=True).read_events()
+        DurableTranscript(tmp_path / NAME, integrity=True).read_events()
 
 
 def test_append_refuses_a_record_over_the_limit(tmp_path):
-    transcript = JSONLTranscript(tmp_path / NAME, max_record_bytes=4096)
+    transcript = DurableTranscript(tmp_path / NAME, max_record_bytes=4096)
     transcript.append(workload_event(1))
     size = transcript.path.stat().st_size
     with pytest.raises(TranscriptValidationError, match="limit is 4096"):
@@ -184,7 +180,7 @@ def _peak_memory(read) -> tuple[str, int]:
 def test_an_over_long_line_is_read_in_bounded_memory(tmp_path, terminated):
     limit = 1024 * 1024
     path = tmp_path / NAME
-    with JSONLTranscript(path, max_record_bytes=limit, clock=ticking_clock()) as writer:
+    with DurableTranscript(path, max_record_bytes=limit, clock=ticking_clock()) as writer:
         writer.append(workload_event(1))
     first_line = path.read_bytes()
     with open(path, "ab") as file:
@@ -192,7 +188,7 @@ def test_an_over_long_line_is_read_in_bounded_memory(tmp_path, terminated):
             file.write(b"x" * (256 * 1024))
         if terminated:
             file.write(b"\n" + first_line)
-    reader = JSONLTranscript(path, max_record_bytes=limit)
+    reader = DurableTranscript(path, max_record_bytes=limit)
     full_read, full_peak = _peak_memory(reader.read_events)
     tail_read, tail_peak = _peak_memory(lambda: reader.replay(5))
     if terminated:

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from s09_jsonl_transcript import damage
-from s09_jsonl_transcript.code import TYPE_AI_TITLE, JSONLTranscript
+from s09_jsonl_transcript.code import TYPE_AI_TITLE
 from s09_jsonl_transcript.index import (
     INDEX_SCHEMA_VERSION,
     SOURCE_INDEX,
@@ -18,6 +18,7 @@ from s09_jsonl_transcript.index import (
     main,
     message_text,
 )
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.production import build_sample_root
 
 
@@ -44,7 +45,7 @@ def expected_messages(root):
     """(workspace, session, sequence, text) of every message, read straight from the JSONL."""
     found = []
     for path in transcript_paths(root):
-        for event in JSONLTranscript(path).read_events():
+        for event in DurableTranscript(path).read_events():
             text = message_text(event)
             if text is not None:
                 found.append((path.parent.name, path.stem, event["sequence"], text))
@@ -64,7 +65,7 @@ def test_sync_lists_every_transcript_with_what_its_jsonl_says(root, index):
     expected = [(p.parent.name, p.stem) for p in transcript_paths(root)]
     assert [(row.workspace, row.session_id) for row in answer.rows] == expected
     for row, path in zip(answer.rows, transcript_paths(root)):
-        events = JSONLTranscript(path).read_events()
+        events = DurableTranscript(path).read_events()
         titles = [e["title"] for e in events if e["type"] == TYPE_AI_TITLE]
         assert row.event_count == len(events) and row.last_sequence == events[-1]["sequence"]
         assert row.updated_at == events[-1]["recorded_at"]
@@ -80,7 +81,7 @@ def test_a_second_sync_skips_unchanged_transcripts(root, index):
 
 
 def test_sync_rereads_only_a_changed_transcript(root, index):
-    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+    with DurableTranscript.for_session(root, "notes", "chat") as chat:
         chat.append({"type": "message", "role": "user", "content": "One more question about fsync"})
     report = index.sync()
     assert report.updated == [("notes", "chat")] and len(report.unchanged) == 2
@@ -90,7 +91,7 @@ def test_sync_rereads_only_a_changed_transcript(root, index):
 
 
 def test_sync_notices_new_and_removed_transcripts(root, index):
-    with JSONLTranscript.for_session(root, "notes", "new") as new:
+    with DurableTranscript.for_session(root, "notes", "new") as new:
         new.append({"type": "message", "role": "user", "content": "hello"})
     (root / "projects" / "calc" / "bug-fix.jsonl").unlink()
     report = index.sync()
@@ -138,7 +139,7 @@ def test_blank_search_text_and_a_bad_limit_are_refused(index):
 
 
 def test_search_covers_user_and_assistant_text_only(tmp_path):
-    with JSONLTranscript.for_session(tmp_path, "w", "roles") as transcript:
+    with DurableTranscript.for_session(tmp_path, "w", "roles") as transcript:
         for role in ("user", "assistant", "system", "tool"):
             transcript.append({"type": "message", "role": role, "content": f"needle said by {role}"})
     index = TranscriptIndex(tmp_path)
@@ -151,7 +152,7 @@ def test_search_covers_user_and_assistant_text_only(tmp_path):
 @pytest.fixture
 def many(tmp_path):
     """30 messages saying 'jsonl', then 3 saying 'JSONL': a case-sensitive search must page past the first."""
-    with JSONLTranscript.for_session(tmp_path, "w", "many") as transcript:
+    with DurableTranscript.for_session(tmp_path, "w", "many") as transcript:
         for n in range(30):
             transcript.append({"type": "message", "role": "user", "content": f"jsonl note {n}"})
         for n in range(3):
@@ -179,7 +180,7 @@ def test_a_limit_cuts_the_hits_and_never_changes_which_match(many, synced):
 
 def test_a_renamed_title_is_listed_and_survives_a_resync_of_its_session(root, index):
     index.rename("notes", "chat", "  My question  ")
-    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+    with DurableTranscript.for_session(root, "notes", "chat") as chat:
         chat.append({"type": "message", "role": "user", "content": "and another"})
     index.sync()
     titles = {row.session_id: row.title for row in index.sessions().rows}
@@ -256,7 +257,7 @@ def test_both_databases_use_wal_journal_mode(index):
 def test_a_writer_waits_for_the_busy_timeout_then_gives_up(root):
     index = TranscriptIndex(root, timeout=0.5)
     index.sync()
-    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+    with DurableTranscript.for_session(root, "notes", "chat") as chat:
         chat.append({"type": "message", "role": "user", "content": "a change to write"})
     holder = sqlite3.connect(index.db_path, isolation_level=None)
     try:
@@ -302,7 +303,7 @@ def test_a_missing_database_falls_back_to_the_same_answers(root):
 
 def test_a_writer_in_progress_blocks_no_reader_and_sync_says_locked(root, index):
     expected_sessions, expected_hits = index.sessions().rows, index.search("fix").rows
-    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+    with DurableTranscript.for_session(root, "notes", "chat") as chat:
         chat.append({"type": "message", "role": "user", "content": "a change to write"})
     holder = sqlite3.connect(index.db_path, isolation_level=None)
     try:
@@ -361,7 +362,7 @@ def test_the_command_line_syncs_lists_searches_and_renames(root, capsys):
 
 def test_the_command_line_reports_a_locked_index_with_status_1(root, capsys):
     assert main(["--root", str(root), "sync"]) == 0
-    with JSONLTranscript.for_session(root, "notes", "chat") as chat:
+    with DurableTranscript.for_session(root, "notes", "chat") as chat:
         chat.append({"type": "message", "role": "user", "content": "a change to write"})
     capsys.readouterr()
     holder = sqlite3.connect(root / "index.sqlite3", isolation_level=None)

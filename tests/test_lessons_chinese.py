@@ -19,9 +19,10 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from s09_jsonl_transcript import damage, i18n  # noqa: E402
-from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, JSONLTranscript, MockLLM, run_agent, ticking_clock  # noqa: E402
+from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, MockLLM, run_agent, ticking_clock  # noqa: E402
 from s09_jsonl_transcript.crashlab import KillTrial  # noqa: E402
 from s09_jsonl_transcript.index import TranscriptIndex, format_hits, format_sessions  # noqa: E402
+from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import corruption, crash_injection, growth, production  # noqa: E402
 from s09_jsonl_transcript.turns import audit  # noqa: E402
 
@@ -62,9 +63,9 @@ def test_a_missing_glyph_fails_the_drawing():
 
 @pytest.fixture
 def session(tmp_path):
-    with JSONLTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as transcript:
+    with DurableTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as transcript:
         run_agent(transcript, MockLLM())
-    return JSONLTranscript(tmp_path / "session.jsonl")
+    return DurableTranscript(tmp_path / "session.jsonl")
 
 
 # --------------------------------------------------------------------------- notebook 1: growth
@@ -153,7 +154,7 @@ def test_the_crash_report_and_tables_of_notebook_2_are_chinese(tmp_path):
     crash_injection.simulate_agent_crash(path, 3, tear=True)
     listing = crash_injection.disk_listing(path).splitlines()
     assert listing[0].startswith("第  1 行  完整") and "没有换行" in listing[-1]
-    state = JSONLTranscript(path).replay_state()
+    state = DurableTranscript(path).replay_state()
     assert "含义" in crash_injection.rebuilt_state_table(state).data and chinese(crash_injection.plain_data_text(state))
 
 
@@ -178,7 +179,7 @@ def test_the_crash_panel_speaks_chinese_before_and_after_a_press(tmp_path):
 @pytest.fixture
 def sample(tmp_path):
     path = tmp_path / "session-3.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         for event in BUG_FIX_SCRIPT[:5]:
             transcript.append(event)
     return path
@@ -330,7 +331,7 @@ def test_the_index_listings_and_the_audit_of_notebook_7_are_chinese(tmp_path):
     assert str(index.sync()) == "新增 3，更新 0，未变 0，移除 0，损坏 0"
     assert format_hits(index.search("add()", limit=1)).splitlines()[-1] == "（命中数超过了上限 1）"
     assert production.title_kept_text(index) == "改过的标题保存在 user-titles.sqlite3 里"
-    report = audit(JSONLTranscript(tmp_path / "projects" / "calc" / "with-turns.jsonl").read_events())
+    report = audit(DurableTranscript(tmp_path / "projects" / "calc" / "with-turns.jsonl").read_events())
     lines = production.audit_text(report).splitlines()
     assert lines[0].startswith("共结束 6 个 turn") and lines[1] == "token：输入 13700，输出 400，费用 $0.0468"
     assert lines[-1].endswith("run_tests（call_5）：error")

@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from s09_jsonl_transcript import damage
-from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, JSONLTranscript, TranscriptCorruptionError, ticking_clock
+from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, TranscriptCorruptionError, ticking_clock
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.corruption import (
     DAMAGE_TOOLS,
     MAX_ZERO_BYTES,
@@ -37,7 +38,7 @@ from s09_jsonl_transcript.lessons.style import VERDICT_COLORS
 def sample(tmp_path):
     """The five-event transcript notebook 3 damages, appended one event at a time as the agent loop does."""
     path = tmp_path / "session-3.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         for event in BUG_FIX_SCRIPT[:5]:
             transcript.append(event)
     return path
@@ -159,7 +160,7 @@ def test_skipping_reader_hides_damage_the_strict_reader_reports(sample):
     damage.delete_line(sample, 3)
     assert [event["sequence"] for event in skip_bad_lines_read(sample)] == [1, 2, 4, 5]
     with pytest.raises(TranscriptCorruptionError):
-        JSONLTranscript(sample).read_events()
+        DurableTranscript(sample).read_events()
 
 
 def test_skipping_reader_drops_lines_that_do_not_parse(sample):

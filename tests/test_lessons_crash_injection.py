@@ -11,8 +11,9 @@ import pytest
 from matplotlib.figure import Figure
 
 from s09_jsonl_transcript import damage
-from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, run_agent, simulate_agent_crash, ticking_clock
+from s09_jsonl_transcript.code import MockLLM, run_agent, ticking_clock
 from s09_jsonl_transcript.crashlab import KillTrial
+from s09_jsonl_transcript.lab import DurableTranscript, simulate_agent_crash
 from s09_jsonl_transcript.lessons.crash_injection import (
     KILL_POINTS,
     SIGKILL_AVAILABLE,
@@ -43,7 +44,7 @@ needs_sigkill = pytest.mark.skipif(not SIGKILL_AVAILABLE, reason="kills a real p
 
 def complete_sequences(path):
     """Sequences read by the validated reader, independently of the report under test."""
-    return [event["sequence"] for event in JSONLTranscript(path).read_events()]
+    return [event["sequence"] for event in DurableTranscript(path).read_events()]
 
 
 @needs_sigkill
@@ -91,7 +92,7 @@ def test_the_same_crash_writes_the_same_bytes_every_time(tmp_path):
 
 def test_intended_record_is_the_line_the_agent_loop_writes(tmp_path):
     path = tmp_path / "session.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         run_agent(transcript, MockLLM())
     lines = path.read_bytes().splitlines(keepends=True)
     assert [intended_record(tmp_path / "elsewhere" / "session.jsonl", n) for n in (1, 12)] == [lines[0], lines[11]]
@@ -100,7 +101,7 @@ def test_intended_record_is_the_line_the_agent_loop_writes(tmp_path):
 def test_the_rebuilt_state_is_plain_data_and_every_field_is_listed(tmp_path):
     path = tmp_path / "simulated.jsonl"
     simulate_agent_crash(path, 8, tear=True)
-    state = JSONLTranscript(path).replay_state()
+    state = DurableTranscript(path).replay_state()
     rows = rebuilt_state_rows(state)
     assert [row[0] for row in rows] == list(vars(state)) and all(row[3] for row in rows)
     assert dict((row[0], row[2]) for row in rows)["pending_calls"] == "['call_2']"
@@ -127,7 +128,7 @@ def test_the_simulated_crash_leaves_the_same_kind_of_file(tmp_path):
     acknowledged = simulate_agent_crash(path, 5, tear=True)
     assert acknowledged == [1, 2, 3, 4, 5] == complete_sequences(path)
     assert damage.verdict(path).kind == damage.PARTIAL_TAIL
-    with JSONLTranscript(path) as writer:  # the "dead" writer let go of the lock
+    with DurableTranscript(path) as writer:  # the "dead" writer let go of the lock
         assert writer.append({"type": "message", "role": "user", "content": "again"})["sequence"] == 6
 
 
@@ -277,7 +278,7 @@ def test_small_texts_of_notebook_2(tmp_path):
     assert campaign_skipped_text() == "Skipped: the kill campaign needs SIGKILL."
     path = tmp_path / "simulated.jsonl"
     simulate_agent_crash(path, 3, tear=True)
-    state = JSONLTranscript(path).replay_state()
+    state = DurableTranscript(path).replay_state()
     assert plain_data_text(state) == "every value is plain data read from the file: True"
     table = rebuilt_state_table(state).data
     assert "what it is" in table and "the sequence the next append will take" in table

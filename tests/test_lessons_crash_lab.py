@@ -116,6 +116,22 @@ def test_the_progress_bar_follows_the_callback():
     assert (bar.value, bar.max) == (2, 5)
 
 
+def test_the_states_bar_ends_at_the_number_of_states_the_table_shows(tmp_path):
+    """The notebook's bar and table describe one campaign: the bar must not stop at the first-level states."""
+    from s09_jsonl_transcript.crashlab import power_loss_campaign
+    from s09_jsonl_transcript.lessons.crash_lab import power_loss_table
+
+    bar, move = progress_bar("states")
+    seen = []
+    power = power_loss_campaign(integrity_modes=(False,), every_byte=False, root=tmp_path,
+                                progress=lambda done, total: (seen.append((done, total)), move(done, total)))
+    assert power.repair_states > 0  # there are states beyond the first level to count
+    assert (bar.value, bar.max) == (power.states, power.states)
+    assert f"{power.states} states" in power_loss_table(power).data
+    assert all(done <= total for done, total in seen)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+
+
 def test_plots_have_titles_labels_and_legends(damage_reports):
     results = kill_campaign(3, seed=2, max_delay=0.0)
     figures = [

@@ -11,15 +11,8 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 from s09_jsonl_transcript import damage
-from s09_jsonl_transcript.code import (
-    BATCH_END_FIELD,
-    RESERVED_ENVELOPE_FIELDS,
-    SCHEMA_VERSION,
-    JSONLTranscript,
-    MockLLM,
-    run_agent,
-    ticking_clock,
-)
+from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, SCHEMA_VERSION, MockLLM, run_agent, ticking_clock
+from s09_jsonl_transcript.lab import BATCH_END_FIELD, RESERVED_FIELDS, DurableTranscript
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 from s09_jsonl_transcript.lessons.growth import (
     METADATA_DESTINATIONS,
@@ -52,7 +45,7 @@ from s09_jsonl_transcript.lessons.growth import (
 )
 from s09_jsonl_transcript.lessons.style import EVENT_COLORS
 
-SCRIPT_LENGTH = len(MockLLM())
+SCRIPT_LENGTH = len(BUG_FIX_SCRIPT)
 
 
 @pytest.fixture
@@ -65,7 +58,7 @@ def stepper(tmp_path):
 def reference_lines(tmp_path):
     """The lines code.py's own agent loop writes for the whole script, with the same clock."""
     path = tmp_path / "reference" / "session.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         run_agent(transcript, MockLLM())
     return path.read_bytes().splitlines(keepends=True)
 
@@ -144,7 +137,7 @@ def test_listing_highlights_only_the_newest_line(stepper):
 
 def test_listing_escapes_the_file_and_marks_a_partial_tail(tmp_path):
     path = tmp_path / "session.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         transcript.append({"type": "message", "role": "user", "content": "<script>alert(1)</script>"})
     damage.append_zeros(path, 4)
     listing = file_listing_html(path)
@@ -157,10 +150,10 @@ def test_listing_of_an_empty_transcript_says_so(tmp_path):
 
 
 def test_envelope_table_shows_every_envelope_field_of_the_record(stepper):
-    assert set(envelope_field_meanings()) == RESERVED_ENVELOPE_FIELDS
+    assert set(envelope_field_meanings()) == RESERVED_FIELDS
     record = stepper.next_event()
     table = envelope_html(record)
-    for name in RESERVED_ENVELOPE_FIELDS:
+    for name in RESERVED_FIELDS:
         assert f"<code>{name}</code>" in table and f"<code>{record.get(name, '(absent)')}</code>" in table
     assert BATCH_END_FIELD not in record  # a single append is its own commit: no batch field
     assert "Next event" in envelope_html(None)
@@ -254,11 +247,11 @@ def test_a_newer_schema_record_is_kept_as_evidence_and_never_becomes_a_message(b
     before = bug_fix.recover()
     record = write_newer_schema_record(bug_fix.path, {"type": "plan", "steps": ["read", "fix"]})
     assert record["schema_version"] == SCHEMA_VERSION + 1 and record["sequence"] == 13
-    after = JSONLTranscript(bug_fix.path).recover()
+    after = DurableTranscript(bug_fix.path).recover()
     assert after["unknown_schema_events"] == 1 and after["total_events"] == 13
     assert after["messages"] == before["messages"]
-    assert JSONLTranscript(bug_fix.path).read_events()[-1] == record
-    with JSONLTranscript(bug_fix.path, clock=ticking_clock()) as writer:  # this code appends after it
+    assert DurableTranscript(bug_fix.path).read_events()[-1] == record
+    with DurableTranscript(bug_fix.path, clock=ticking_clock()) as writer:  # this code appends after it
         assert writer.append({"type": "message", "role": "user", "content": "go on"})["sequence"] == 14
 
 
@@ -299,7 +292,7 @@ def test_appended_text_names_the_record_written(stepper):
 
 def test_read_back_text_counts_the_lines_a_fresh_reader_finds(stepper):
     stepper.advance_to(3)
-    assert read_back_text(JSONLTranscript(stepper.path)) == (
+    assert read_back_text(DurableTranscript(stepper.path)) == (
         "complete lines: 3\nevent types:    ['message', 'ai-title', 'reasoning']")
 
 
@@ -324,7 +317,7 @@ def test_replay_text_summarises_then_lists_where_each_line_goes(bug_fix):
 def test_newer_schema_text_says_the_record_is_kept_and_makes_no_message(bug_fix):
     before = bug_fix.recover()
     record = write_newer_schema_record(bug_fix.path, {"type": "plan", "steps": []})
-    after = JSONLTranscript(bug_fix.path)
+    after = DurableTranscript(bug_fix.path)
     text = newer_schema_text(record, after.recover(), before=before, last_read=after.read_events()[-1])
     assert text.splitlines() == [
         "appended by hand: sequence 13, schema_version 2, type 'plan'",

@@ -20,7 +20,7 @@ from saved_widgets import displayed_widgets, load, one  # noqa: E402
 
 from s09_jsonl_transcript import i18n, turns  # noqa: E402
 from s09_jsonl_transcript.bilingual import has_chinese  # noqa: E402
-from s09_jsonl_transcript.code import JSONLTranscript  # noqa: E402
+from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import live_child, live_session  # noqa: E402
 from s09_jsonl_transcript.lessons.display import figure_png  # noqa: E402
 from s09_jsonl_transcript.live import SessionEventLog  # noqa: E402
@@ -56,7 +56,7 @@ def test_the_stream_button_streams_a_turn_the_subscriber_shows(log):
     assert view.deltas_seen == len(live_session.reply_pieces()) and len(view.committed) == 4
     assert "4 committed events" in view.screen.value and "streaming" not in view.screen.value  # overlay gone
     assert view.status.value.startswith("turn 1:")
-    events = JSONLTranscript(log.transcript.path).read_events()
+    events = DurableTranscript(log.transcript.path).read_events()
     assert [e["type"] for e in events] == ["turn_start", "message", "message", "turn_end"]
     assert events[2]["content"] == live_child.REPLY
     assert [kind for kind, _ in view.timeline].count("delta") == view.deltas_seen
@@ -322,7 +322,7 @@ def test_a_crash_in_the_middle_of_a_stream_said_in_chinese(tmp_path, chinese):
 def test_cursors_reconnects_and_hand_overs_said_in_chinese(log, chinese):
     view = live_session.LiveView(log, pace=0)
     view.stream()
-    on_disk = JSONLTranscript(log.transcript.path).read_events()
+    on_disk = DurableTranscript(log.transcript.path).read_events()
     assert live_session.subscriber_and_file(view, on_disk).splitlines()[:2] == [
         f"订阅者：{len(live_session.reply_pieces())} 个增量，4 个已提交事件",
         "文件：4 行，类型 ['turn_start', 'message', 'message', 'turn_end']"]

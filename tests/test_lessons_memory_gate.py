@@ -5,7 +5,6 @@ import pytest
 from s09_jsonl_transcript import damage
 from s09_jsonl_transcript.code import (
     MEMORY_ELIGIBLE_EVENT_TYPES,
-    JSONLTranscript,
     MemorySelectionError,
     MockLLM,
     TranscriptCorruptionError,
@@ -14,6 +13,7 @@ from s09_jsonl_transcript.code import (
     run_agent,
     ticking_clock,
 )
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.memory_gate import (
     MemoryGateForm,
     answer_html,
@@ -30,10 +30,10 @@ from s09_jsonl_transcript.lessons.memory_gate import (
 def session(tmp_path):
     """The bug-fix session plus one event of a type the library does not know."""
     path = tmp_path / "session-5.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as writer:
+    with DurableTranscript(path, clock=ticking_clock()) as writer:
         run_agent(writer, MockLLM())
         writer.append({"type": "progress", "content": "100%"})
-    return JSONLTranscript(path)
+    return DurableTranscript(path)
 
 
 def test_every_event_type_gets_one_row_and_only_eligible_types_pass(session):
@@ -214,7 +214,7 @@ def test_in_chinese_the_plot_the_form_and_every_text_shown_are_chinese(session, 
         damage.delete_line(damaged, 3)
         texts = [
             eligible_types_text(events), answer_text(candidates[0]), answer_text(refused),
-            answer_text(ask_gate(JSONLTranscript(damaged), event_id_for(session.session_id, 1), "s", "r")),
+            answer_text(ask_gate(DurableTranscript(damaged), event_id_for(session.session_id, 1), "s", "r")),
             sequence_answer_text(3, refused), far_outside_text(1, candidates[0]),
             body_comparison(events[6], candidates[1]),
             gate_wrote_nothing_text(candidates, {}, {}), replay_kept_lines_text(4, [], 13, 13),

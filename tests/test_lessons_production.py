@@ -23,7 +23,7 @@ from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 from s09_jsonl_transcript import i18n  # noqa: E402
-from s09_jsonl_transcript.code import JSONLTranscript  # noqa: E402
+from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import production  # noqa: E402
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
 from s09_jsonl_transcript.turns import (  # noqa: E402
@@ -116,7 +116,7 @@ def test_the_bare_sides_write_the_very_bytes_the_library_wrote(measured):
     expected = [library[1], library[1], library[3], b""]
     assert (folder / "bare.jsonl").read_bytes().split(b"\n") == expected
     assert (folder / "unsynced.jsonl").read_bytes().split(b"\n") == expected
-    batches = JSONLTranscript(folder / "batches.jsonl").read_events()
+    batches = DurableTranscript(folder / "batches.jsonl").read_events()
     assert len(batches) == 1 + 3 * (4 + 8)  # the warm-up event, then one batch of each size per round
 
 
@@ -320,7 +320,7 @@ def test_the_main_control_works_pressed_many_times_in_any_order(tmp_path):
         assert lab.crashes == number
         assert lab.summary == production.crash_text(number, point, expected)
         assert lab.result.value == production.crash_html(number, point, expected) != shown[-1]
-        assert JSONLTranscript(tmp_path / "crash-lab.jsonl").count_lines() == point  # a real writer, killed there
+        assert DurableTranscript(tmp_path / "crash-lab.jsonl").count_lines() == point  # a real writer, killed there
         shown.append(lab.result.value)
 
 
@@ -446,7 +446,7 @@ def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops
         first = [dict(output) for output in audit_cell.outputs]
         client.execute_cell(audit_cell, notebook.cells.index(audit_cell))  # run it again after Run All
         assert [dict(output) for output in audit_cell.outputs] == first
-        written = JSONLTranscript(folder / "root" / "projects" / "calc" / "with-turns.jsonl").read_events()
+        written = DurableTranscript(folder / "root" / "projects" / "calc" / "with-turns.jsonl").read_events()
         expected = production.audit_text(audit(written))  # in the notebook's language
         assert expected.startswith(("6 turns ended", "共结束 6 个 turn"))
         assert run_cell(client, notebook, audit_cell.source).strip() == expected

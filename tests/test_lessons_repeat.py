@@ -20,13 +20,14 @@ import ipywidgets as widgets
 import pytest
 
 from s09_jsonl_transcript import damage, i18n
-from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, JSONLTranscript, MockLLM, ticking_clock
+from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, ticking_clock
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons import corruption, crash_injection, growth
 from s09_jsonl_transcript.lessons.corruption import DamageLab, damage_description, verdict_text
 from s09_jsonl_transcript.lessons.crash_injection import SIGKILL_AVAILABLE, CampaignPanel, CrashPanel
 from s09_jsonl_transcript.lessons.growth import EventStepper, StepperPanel
 
-SCRIPT_LENGTH = len(MockLLM())
+SCRIPT_LENGTH = len(BUG_FIX_SCRIPT)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -167,7 +168,7 @@ def test_crash_now_pressed_again_and_again_with_the_slider_and_the_box_changed_i
         path = tmp_path / f"crash-{number}.jsonl"
         data = path.read_bytes()
         assert panel.report.file_name == path.name and panel.report.kill_after == kill_after
-        assert [event["sequence"] for event in JSONLTranscript(path).read_events()] == list(range(1, kill_after + 1))
+        assert [event["sequence"] for event in DurableTranscript(path).read_events()] == list(range(1, kill_after + 1))
         assert data.endswith(b"\n") != halfway  # half a record is left only when the box was ticked
         kept = crash_injection.tr("nothing acknowledged was lost ({count} of {count} recovered)", count=kill_after)
         assert html.escape(kept) in panel.result.value and in_language(panel.result.value, language)
@@ -196,7 +197,7 @@ def test_the_campaign_button_pressed_twice_runs_two_campaigns(language, callback
 @pytest.fixture
 def lab(tmp_path, language):
     path = tmp_path / "session-3.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         for event in BUG_FIX_SCRIPT[:5]:
             transcript.append(event)
     return DamageLab(path)

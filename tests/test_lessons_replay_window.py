@@ -21,11 +21,11 @@ from s09_jsonl_transcript.code import (
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_REASONING,
-    JSONLTranscript,
     MockLLM,
     run_agent,
     ticking_clock,
 )
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.replay_window import (
     INLINE_LIMIT,
     METADATA,
@@ -65,9 +65,9 @@ from s09_jsonl_transcript.lessons.replay_window import (
 def session(tmp_path):
     """The twelve-event bug-fix session, written and closed."""
     path = tmp_path / "session-4.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as writer:
+    with DurableTranscript(path, clock=ticking_clock()) as writer:
         run_agent(writer, MockLLM())
-    return JSONLTranscript(path)
+    return DurableTranscript(path)
 
 
 def fates(entries):
@@ -126,7 +126,7 @@ def assert_crashed_mid_tool_call(path):
     fragment = path.read_bytes().split(b"\n")[-1]
     assert fragment  # a partial tail: the last record has no newline
     assert fragment.startswith(b'{"schema_version":1,"sequence":9,')  # half of a real enveloped record
-    state = JSONLTranscript(path).recover()
+    state = DurableTranscript(path).recover()
     assert state["ignored_partial_tail"] is True
     assert state["total_events"] == WRITE_FILE_CALL
     assert [(call["callId"], call["name"]) for call in state["pending_calls"]] == [("call_2", "write_file")]
@@ -150,7 +150,7 @@ def test_the_simulated_crash_leaves_the_same_state(tmp_path):
         real = tmp_path / "killed" / "crashed.jsonl"  # same stem: the same session id
         os.makedirs(real.parent)
         crash_mid_tool_call(real, real_kill=True)
-        assert JSONLTranscript(real).recover()["messages"] == state["messages"]
+        assert DurableTranscript(real).recover()["messages"] == state["messages"]
         assert real.read_bytes() == path.read_bytes()  # both crashes use the ticking clock: the same bytes
 
 
@@ -162,7 +162,7 @@ def test_measure_read_costs_grows_one_transcript(tmp_path):
     last_three = b"".join(line + b"\n" for line in path.read_bytes().split(b"\n")[-4:-1])
     assert costs[2].window_bytes == len(last_three)
     assert all(cost.full_read_seconds > 0 and cost.tail_read_seconds > 0 for cost in costs)
-    assert len(JSONLTranscript(path).read_events()) == 40
+    assert len(DurableTranscript(path).read_events()) == 40
 
 
 @pytest.mark.parametrize("lengths", [[], [20, 5], [0, 5], [5, 5]])
@@ -237,7 +237,7 @@ class GrowingTranscript:
         return self.transcript.read_events()
 
     def replay(self, max_items):
-        with JSONLTranscript(self.path, clock=ticking_clock()) as other_writer:
+        with DurableTranscript(self.path, clock=ticking_clock()) as other_writer:
             other_writer.append({"type": "message", "role": "user", "content": "written meanwhile"})
         return self.transcript.replay(max_items)
 
@@ -383,7 +383,7 @@ def test_events_until_out_of_window_counts_the_appends_that_push_an_event_out(tm
     total = len(transcript.read_events())
     sequence = total - 2
     assert events_until_out_of_window(transcript, sequence, max_items=5) == 3
-    with JSONLTranscript(transcript.path, clock=ticking_clock()) as writer:
+    with DurableTranscript(transcript.path, clock=ticking_clock()) as writer:
         for appended in range(1, 4):
             writer.append({"type": "message", "role": "user", "content": f"one more: {appended}"})
             inside = sequence in [event["sequence"] for event in writer.read_recent(5).events]
@@ -449,7 +449,7 @@ def test_in_chinese_the_plots_the_widget_and_every_text_shown_are_chinese(sessio
         crashed = tmp_path / "crashed" / "session-crashed.jsonl"
         crashed.parent.mkdir()
         said = crash_mid_tool_call(crashed, real_kill=False)
-        recovered = JSONLTranscript(crashed).recover()
+        recovered = DurableTranscript(crashed).recover()
         sessions, call_id = large_output_sessions(tmp_path / "build", build_log(200), before=2, after=1)
         artifacts = list((tmp_path / "build" / "pointer" / "artifacts").iterdir())
         texts = [

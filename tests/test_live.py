@@ -7,8 +7,9 @@ import pytest
 
 import s09_jsonl_transcript.code as code_module
 from s09_jsonl_transcript import turns
-from s09_jsonl_transcript.code import JSONLTranscript, TranscriptCorruptionError
+from s09_jsonl_transcript.code import TranscriptCorruptionError
 from s09_jsonl_transcript.crashlab.victim import TearingFileIO
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.live import (
     CRASH_ERROR,
     CommitRefused,
@@ -36,7 +37,7 @@ def sequences(items):
 
 
 def file_events(log):
-    return JSONLTranscript(log.transcript.path).read_events()
+    return DurableTranscript(log.transcript.path).read_events()
 
 
 # --------------------------------------------------------------------------- 1. committed events and deltas
@@ -122,7 +123,7 @@ def twenty(log):
 def test_read_from_returns_exactly_the_events_after_the_cursor(twenty, cursor):
     expected = list(range(cursor + 1, 21))
     assert sequences(twenty.read_from(cursor)) == expected
-    assert sequences(read_from(JSONLTranscript(twenty.transcript.path), cursor)) == expected  # any reader
+    assert sequences(read_from(DurableTranscript(twenty.transcript.path), cursor)) == expected  # any reader
 
 
 @pytest.mark.parametrize("cursor", [21, -1, 1.5, True])
@@ -143,7 +144,7 @@ def test_paging_back_visits_every_event_once_in_order(twenty):
         assert page.has_more == (page.events[0]["sequence"] > 1)
         before = page.cursor
     assert pages == [[15, 16, 17, 18, 19, 20], [9, 10, 11, 12, 13, 14], [3, 4, 5, 6, 7, 8], [1, 2]]
-    assert sequences(page_back(JSONLTranscript(twenty.transcript.path), 3).events) == [18, 19, 20]
+    assert sequences(page_back(DurableTranscript(twenty.transcript.path), 3).events) == [18, 19, 20]
 
 
 def test_read_from_fails_closed_when_the_file_lost_events(twenty):
@@ -183,7 +184,7 @@ def counting_reads(monkeypatch):
 
 def test_cursor_reads_read_what_they_return_plus_about_one_block(tmp_path, counting_reads):
     path = tmp_path / "long.jsonl"
-    with JSONLTranscript(path) as transcript:
+    with DurableTranscript(path) as transcript:
         for first in range(0, 60_000, 1000):
             transcript.append_batch({"type": "reasoning", "content": f"n{n}"} for n in range(first, first + 1000))
     log = SessionEventLog.open(path)
@@ -421,9 +422,9 @@ def test_a_validated_commit_reads_what_another_writer_added_in_between(tmp_path)
     subscription = log.subscribe(0)
     log.start_turn()
     tearing.arm(0.5)
-    with pytest.raises(OSError, match="short write"):
+    with pytest.raises(OSError, match="the disk is full"):
         log.commit(message(2))  # the transcript drops its writer: another process may write now
-    with JSONLTranscript(path) as other:
+    with DurableTranscript(path) as other:
         other.append(turns.turn_end_event(1, turns.REASON_COMPLETE))
     with pytest.raises(CommitRefused, match="no turn is open"):  # the state checked is the file's
         log.end_turn(1)
@@ -459,7 +460,7 @@ def test_replay_keeps_working_on_a_live_sessions_file(tmp_path):
         stream.delta("Done")
         stream.commit({"type": "message", "role": "assistant", "content": "Done."})
         log.end_turn(1, token_summary={"total_input": 10, "total_output": 2, "total_cost": 0.001})
-    transcript = JSONLTranscript(tmp_path / "s.jsonl")
+    transcript = DurableTranscript(tmp_path / "s.jsonl")
     assert transcript.replay() == [
         {"role": "user", "content": "fix add()"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "read_file",

@@ -6,12 +6,12 @@ import pytest
 
 from s09_jsonl_transcript.code import (
     MEMORY_ELIGIBLE_EVENT_TYPES,
-    JSONLTranscript,
     MemorySelectionError,
     TranscriptCorruptionError,
     TranscriptMemoryCandidate,
     ticking_clock,
 )
+from s09_jsonl_transcript.lab import DurableTranscript
 
 # the bug-fix script: 1 user message, 2 title, 3 reasoning, 4 call, 5 result, 6 assistant message,
 # 7 file snapshot, 8 call, 9 result, 10 call, 11 result, 12 assistant message
@@ -78,14 +78,14 @@ def test_the_gate_fails_closed_on_a_corrupt_transcript(bug_fix):
     data = bug_fix.path.read_bytes().replace(b'"sequence":3,', b'"sequence":33,')
     bug_fix.path.write_bytes(data)
     with pytest.raises(TranscriptCorruptionError):
-        JSONLTranscript(bug_fix.path).select_memory_candidate("transcript:session:1", summary="s", reason="r")
+        DurableTranscript(bug_fix.path).select_memory_candidate("transcript:session:1", summary="s", reason="r")
 
 
 # -- session paths ----------------------------------------------------------------------------------
 
 
 def test_for_session_builds_the_documented_path(tmp_path):
-    transcript = JSONLTranscript.for_session(tmp_path, "my-project", "2026-11-29_a1", clock=ticking_clock())
+    transcript = DurableTranscript.for_session(tmp_path, "my-project", "2026-11-29_a1", clock=ticking_clock())
     assert transcript.path == tmp_path / "projects" / "my-project" / "2026-11-29_a1.jsonl"
     assert transcript.session_id == "2026-11-29_a1"
     assert transcript.append({"type": "message", "role": "user", "content": "x"})["event_id"] == \
@@ -102,10 +102,10 @@ def test_names_that_could_escape_the_root_are_refused(tmp_path, bad, which):
     names = {"workspace": "ws", "session_id": "s"}
     names[which] = bad
     with pytest.raises(ValueError, match=which):
-        JSONLTranscript.for_session(root, **names)
+        DurableTranscript.for_session(root, **names)
     assert list(tmp_path.iterdir()) == []  # nothing created, inside the root or outside it
 
 
 def test_the_longest_allowed_name_works(tmp_path):
-    transcript = JSONLTranscript.for_session(tmp_path, "w" * 128, "s" * 128)
+    transcript = DurableTranscript.for_session(tmp_path, "w" * 128, "s" * 128, new=True)
     assert transcript.path.parent.is_dir()

@@ -16,8 +16,9 @@ import pytest
 from saved_widgets import displayed_widgets, load, one, result_model
 
 from s09_jsonl_transcript import i18n
-from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, event_id_for, run_agent, ticking_clock
+from s09_jsonl_transcript.code import MockLLM, event_id_for, run_agent, ticking_clock
 from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.crash_lab import flip_text
 from s09_jsonl_transcript.lessons.memory_gate import answer_html, ask_gate
 from s09_jsonl_transcript.lessons.replay_window import (
@@ -60,14 +61,14 @@ def in_languages():
     return pytest.mark.parametrize("language", LANGUAGES, indirect=True)
 
 
-def bug_fix_session(folder: Path, name: str, extra=()) -> JSONLTranscript:
+def bug_fix_session(folder: Path, name: str, extra=()) -> DurableTranscript:
     """The scripted session the notebooks write, under the same file name (so the same session id)."""
     path = folder / f"{name}.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as writer:
+    with DurableTranscript(path, clock=ticking_clock()) as writer:
         run_agent(writer, MockLLM())
         for event in extra:
             writer.append(event)
-    return JSONLTranscript(path)
+    return DurableTranscript(path)
 
 
 @in_languages()

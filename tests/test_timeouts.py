@@ -3,7 +3,7 @@
 import pytest
 
 from s09_jsonl_transcript import turns
-from s09_jsonl_transcript.code import JSONLTranscript
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.live import CommitRefused, SessionEventLog
 from s09_jsonl_transcript.timeouts import DEFAULT_LIMITS, Limits, ManualClock
 
@@ -21,7 +21,7 @@ def log(tmp_path, clock):
 
 def on_disk(log):
     return [(e["type"], e.get("limit") or e.get("reason") or e.get("role")) for e in
-            JSONLTranscript(log.transcript.path).read_events()]
+            DurableTranscript(log.transcript.path).read_events()]
 
 
 def test_the_designs_defaults():
@@ -125,7 +125,7 @@ def test_timeouts_are_evidence_a_fresh_process_reads(tmp_path, clock):
         log.check_timeouts()
     reopened = SessionEventLog.open(path, clock=clock)
     assert (reopened.status().state, reopened.status().decision) == (turns.EXPIRED, turns.NEW_SESSION)
-    assert turns.audit(JSONLTranscript(path).read_events()).timeouts == {turns.TURN_TIMEOUT: 1}
+    assert turns.audit(DurableTranscript(path).read_events()).timeouts == {turns.TURN_TIMEOUT: 1}
     reopened.close()
 
 

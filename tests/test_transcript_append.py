@@ -1,5 +1,6 @@
 """Appending: the envelope, copy semantics, validation before a byte is written, durability calls."""
 
+import errno
 import json
 import os
 import stat
@@ -7,14 +8,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from s09_jsonl_transcript.code import (
-    RESERVED_ENVELOPE_FIELDS,
-    SCHEMA_VERSION,
-    JSONLTranscript,
-    OsFileIO,
-    TranscriptValidationError,
-    ticking_clock,
-)
+from s09_jsonl_transcript.code import SCHEMA_VERSION, TranscriptValidationError, ticking_clock
+from s09_jsonl_transcript.lab import RESERVED_FIELDS, DurableTranscript, OsFileIO
 
 USER = {"type": "message", "role": "user", "content": "hello"}
 
@@ -60,12 +55,12 @@ def test_append_returns_the_envelope_it_wrote(transcript):
 
 def test_recorded_at_is_utc_even_from_another_timezone(tmp_path):
     paris = timezone(timedelta(hours=1))
-    transcript = JSONLTranscript(tmp_path / "s.jsonl", clock=lambda: datetime(2026, 3, 1, 10, 0, tzinfo=paris))
+    transcript = DurableTranscript(tmp_path / "s.jsonl", clock=lambda: datetime(2026, 3, 1, 10, 0, tzinfo=paris))
     assert transcript.append(USER)["recorded_at"] == "2026-03-01T09:00:00+00:00"
 
 
 def test_a_naive_clock_is_refused_before_writing(tmp_path):
-    transcript = JSONLTranscript(tmp_path / "s.jsonl", clock=lambda: datetime(2026, 3, 1))
+    transcript = DurableTranscript(tmp_path / "s.jsonl", clock=lambda: datetime(2026, 3, 1))
     with pytest.raises(TranscriptValidationError, match="aware"):
         transcript.append(USER)
     assert transcript.path.read_bytes() == b""
@@ -89,9 +84,9 @@ def test_one_line_of_utf8_json_per_event(transcript):
     assert "café ☕ 日本".encode("utf-8") in raw  # ensure_ascii=False: readable, not \u escapes
 
 
-@pytest.mark.parametrize("field", sorted(RESERVED_ENVELOPE_FIELDS | {"chain"}))
+@pytest.mark.parametrize("field", sorted(RESERVED_FIELDS | {"chain"}))
 def test_spoofed_envelope_fields_are_refused(transcript, field):
-    with pytest.raises(TranscriptValidationError, match="reserved envelope fields"):
+    with pytest.raises(TranscriptValidationError, match="fields append writes itself"):
         transcript.append({**USER, field: 1})
     assert not transcript.path.exists()
 
@@ -137,14 +132,14 @@ def test_nesting_deeper_than_the_reader_can_parse_is_refused(transcript):
 
 def test_nan_is_refused_with_the_file_unchanged(bug_fix):
     before = bug_fix.path.read_bytes()
-    reopened = JSONLTranscript(bug_fix.path)
+    reopened = DurableTranscript(bug_fix.path)
     with pytest.raises(TranscriptValidationError):
         reopened.append({"type": "message", "role": "user", "content": float("nan")})
     assert bug_fix.path.read_bytes() == before
 
 
 def test_a_record_over_the_size_limit_is_refused(tmp_path):
-    transcript = JSONLTranscript(tmp_path / "s.jsonl", max_record_bytes=1024)
+    transcript = DurableTranscript(tmp_path / "s.jsonl", max_record_bytes=1024)
     transcript.append({"type": "x", "text": "a" * 500})
     with pytest.raises(TranscriptValidationError, match="limit is 1024"):
         transcript.append({"type": "x", "text": "a" * 1024})
@@ -155,9 +150,9 @@ def test_sequence_continues_in_a_fresh_instance(transcript):
     transcript.append(USER)
     transcript.append(USER)
     transcript.close()
-    with JSONLTranscript(transcript.path) as fresh:
+    with DurableTranscript(transcript.path) as fresh:
         assert fresh.append(USER)["sequence"] == 3
-    assert [e["sequence"] for e in JSONLTranscript(transcript.path).read_events()] == [1, 2, 3]
+    assert [e["sequence"] for e in DurableTranscript(transcript.path).read_events()] == [1, 2, 3]
 
 
 def test_append_batch_validates_everything_first(transcript):
@@ -171,7 +166,7 @@ def test_append_batch_validates_everything_first(transcript):
 
 def test_append_batch_is_one_write_and_one_fsync(tmp_path):
     recorder = RecordingIO()
-    transcript = JSONLTranscript(tmp_path / "s.jsonl", file_io=recorder)
+    transcript = DurableTranscript(tmp_path / "s.jsonl", file_io=recorder)
     transcript.append(USER)
     recorder.calls.clear()
     records = transcript.append_batch([USER] * 100)
@@ -182,7 +177,7 @@ def test_append_batch_is_one_write_and_one_fsync(tmp_path):
 
 def test_each_append_is_one_write_then_one_fsync(tmp_path):
     recorder = RecordingIO()
-    transcript = JSONLTranscript(tmp_path / "new" / "s.jsonl", file_io=recorder)
+    transcript = DurableTranscript(tmp_path / "new" / "s.jsonl", file_io=recorder)
     transcript.append(USER)
     assert recorder.names() == ["fsync_dir", "write", "fsync"]  # a new file: its folder entry too
     recorder.calls.clear()
@@ -191,14 +186,15 @@ def test_each_append_is_one_write_then_one_fsync(tmp_path):
 
 
 def test_new_files_are_private_and_parents_are_created(tmp_path):
-    transcript = JSONLTranscript(tmp_path / "a" / "b" / "s.jsonl")
-    assert transcript.path.parent.is_dir()
+    transcript = DurableTranscript(tmp_path / "a" / "b" / "s.jsonl")
+    assert not transcript.path.parent.exists()  # a reader creates nothing; the first append makes the folders
     transcript.append(USER)
+    assert transcript.path.parent.is_dir()
     assert stat.S_IMODE(os.stat(transcript.path).st_mode) == 0o600
     assert transcript.filepath == str(transcript.path) and transcript.session_id == "s"
 
 
-def test_a_short_write_fails_and_the_next_append_repairs_the_tail(tmp_path):
+def test_a_short_write_says_the_disk_is_full_and_leaves_nothing_behind(tmp_path):
     class ShortWrites(OsFileIO):
         short = False
 
@@ -206,11 +202,13 @@ def test_a_short_write_fails_and_the_next_append_repairs_the_tail(tmp_path):
             return super().write(fd, data[: len(data) // 2] if self.short else data)
 
     io = ShortWrites()
-    transcript = JSONLTranscript(tmp_path / "s.jsonl", file_io=io)
+    transcript = DurableTranscript(tmp_path / "s.jsonl", file_io=io)
     transcript.append(USER)
     io.short = True
-    with pytest.raises(OSError, match="short write"):
+    with pytest.raises(OSError, match="the disk is full") as refused:
         transcript.append({"type": "message", "role": "user", "content": "lost"})
+    assert refused.value.errno == errno.ENOSPC
+    assert transcript.path.read_bytes().count(b"\n") == 1 and transcript.path.read_bytes().endswith(b"\n")
     io.short = False
     assert transcript.append(USER)["sequence"] == 2  # the half record was cut off, never glued onto
     assert [e["content"] for e in transcript.read_events()] == ["hello", "hello"]
@@ -271,7 +269,7 @@ def test_the_first_append_to_a_200000_event_transcript_reads_only_its_tail(tmp_p
             self.file.close()
 
     monkeypatch.setattr(code_module, "open", lambda *a, **k: CountingFile(open(*a, **k)), raising=False)
-    transcript = JSONLTranscript(path)
+    transcript = DurableTranscript(path)
     assert transcript.append(USER)["sequence"] == 200_001
     assert path.stat().st_size > 15_000_000
     assert sum(bytes_read) <= 128 * 1024

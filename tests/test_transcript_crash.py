@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from s09_jsonl_transcript.code import (
-    JSONLTranscript,
-    TranscriptLockedError,
+from s09_jsonl_transcript.code import TranscriptLockedError
+from s09_jsonl_transcript.lab import (
+    DurableTranscript,
     crash_agent_in_child,
     kill_child,
     simulate_agent_crash,
@@ -24,7 +24,7 @@ def append_forever(path: str, first_number: str) -> None:
 
     After each append returns it reports the payload numbers it just made durable, one line per append.
     """
-    transcript, number = JSONLTranscript(path), int(first_number)
+    transcript, number = DurableTranscript(path), int(first_number)
     print("ready", flush=True)
     while True:
         size = 4 if number % 3 == 0 else 1
@@ -53,7 +53,7 @@ def test_every_acknowledged_event_survives_sigkill_exactly_once(tmp_path):
     acknowledged = []
     for trial in range(60):
         acknowledged += run_writer_and_kill(path, trial * 1_000_000, rng)
-        events = JSONLTranscript(path).read_events()  # validates; raises on any damage
+        events = DurableTranscript(path).read_events()  # validates; raises on any damage
         on_disk = Counter(event["n"] for event in events)
         assert all(on_disk[number] == 1 for number in acknowledged), f"trial {trial}"
         assert max(on_disk.values()) == 1
@@ -64,7 +64,7 @@ def test_every_acknowledged_event_survives_sigkill_exactly_once(tmp_path):
 def second_writer(path: str) -> None:
     """Child process: try to append once; say whether the lock let us."""
     try:
-        JSONLTranscript(path).append({"type": "message", "role": "user", "content": "me too"})
+        DurableTranscript(path).append({"type": "message", "role": "user", "content": "me too"})
     except TranscriptLockedError as error:
         print(f"refused: {error}")
         sys.exit(3)
@@ -79,20 +79,20 @@ def run_second_writer(path) -> tuple[int, str]:
 
 def test_a_second_writer_process_is_refused_while_the_first_lives(tmp_path):
     path = tmp_path / "owned.jsonl"
-    with JSONLTranscript(path) as owner:
+    with DurableTranscript(path) as owner:
         owner.append({"type": "message", "role": "user", "content": "mine"})
         status, output = run_second_writer(path)
         assert status == 3
         assert output == "refused: owned.jsonl is being written by another writer (one writer per transcript)\n"
         owner.append({"type": "message", "role": "user", "content": "still mine"})
     assert run_second_writer(path) == (0, "appended\n")
-    assert [e["sequence"] for e in JSONLTranscript(path).read_events()] == [1, 2, 3]
+    assert [e["sequence"] for e in DurableTranscript(path).read_events()] == [1, 2, 3]
 
 
 def test_a_killed_writer_releases_its_lock(tmp_path):
     path = tmp_path / "s.jsonl"
     run_writer_and_kill(path, 0, random.Random(1))
-    with JSONLTranscript(path) as successor:
+    with DurableTranscript(path) as successor:
         successor.append({"type": "message", "role": "user", "content": "after the crash"})
 
 
@@ -110,7 +110,7 @@ def test_a_tear_before_any_append_leaves_only_a_torn_fragment(tmp_path):
     assert fragment and b"\n" not in fragment
     # what a crash in the middle of append leaves: the first half of an enveloped record
     assert fragment.startswith(b'{"schema_version":1,"sequence":1,"event_id":"transcript:s:1"')
-    state = JSONLTranscript(path).recover()
+    state = DurableTranscript(path).recover()
     assert state["total_events"] == 0 and state["ignored_partial_tail"] is True
 
 

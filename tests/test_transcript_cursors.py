@@ -6,12 +6,8 @@ import threading
 import pytest
 
 import s09_jsonl_transcript.code as code_module
-from s09_jsonl_transcript.code import (
-    JSONLTranscript,
-    TranscriptCorruptionError,
-    TranscriptLockedError,
-    ticking_clock,
-)
+from s09_jsonl_transcript.code import TranscriptCorruptionError, TranscriptLockedError, ticking_clock
+from s09_jsonl_transcript.lab import DurableTranscript
 
 
 def message(n):
@@ -21,7 +17,7 @@ def message(n):
 @pytest.fixture
 def ten(tmp_path):
     """Ten single appends, then a batch of three (sequences 11-13), then two more singles (14, 15)."""
-    with JSONLTranscript(tmp_path / "s.jsonl", clock=ticking_clock()) as transcript:
+    with DurableTranscript(tmp_path / "s.jsonl", clock=ticking_clock()) as transcript:
         for n in range(1, 11):
             transcript.append(message(n))
         transcript.append_batch(message(n) for n in (11, 12, 13))
@@ -71,12 +67,12 @@ def test_read_recent_leaves_out_a_partial_tail(ten):
 
 def test_read_recent_leaves_out_an_unfinished_batch(tmp_path):
     path = tmp_path / "s.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         transcript.append(message(1))
         transcript.append_batch(message(n) for n in (2, 3, 4))
     lines = path.read_bytes().split(b"\n")
     path.write_bytes(b"\n".join(lines[:3]) + b"\n")  # the batch's last record never reached the disk
-    recent = JSONLTranscript(path).read_recent(5)
+    recent = DurableTranscript(path).read_recent(5)
     assert [e["sequence"] for e in recent.events] == [1] and recent.unfinished_batch
 
 
@@ -101,10 +97,10 @@ def test_read_recent_of_nothing_reads_nothing(ten):
 
 def test_a_page_deep_in_a_long_transcript_reads_only_about_what_it_returns(tmp_path, monkeypatch):
     path = tmp_path / "long.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         for first in range(0, 100_000, 1000):
             transcript.append_batch({"type": "reasoning", "content": f"n{n}"} for n in range(first, first + 1000))
-    middle = JSONLTranscript(path).read_recent(50_000).offsets[0]  # a cursor half way back
+    middle = DurableTranscript(path).read_recent(50_000).offsets[0]  # a cursor half way back
     bytes_read = []
     real_open = open
 
@@ -127,7 +123,7 @@ def test_a_page_deep_in_a_long_transcript_reads_only_about_what_it_returns(tmp_p
             self.file.close()
 
     monkeypatch.setattr(code_module, "open", Counting, raising=False)
-    page = JSONLTranscript(path).read_recent(100, before=middle)
+    page = DurableTranscript(path).read_recent(100, before=middle)
     assert [e["sequence"] for e in page.events] == list(range(49_901, 50_001))
     returned = sum(len(json.dumps(e)) for e in page.events)
     assert sum(bytes_read) <= returned + 2 * 64 * 1024, (sum(bytes_read), returned)
@@ -135,16 +131,16 @@ def test_a_page_deep_in_a_long_transcript_reads_only_about_what_it_returns(tmp_p
 
 
 def test_acquire_writer_takes_the_single_writer_lock_before_any_append(tmp_path):
-    owner = JSONLTranscript(tmp_path / "s.jsonl")
+    owner = DurableTranscript(tmp_path / "s.jsonl")
     owner.acquire_writer()
     with pytest.raises(TranscriptLockedError):
-        JSONLTranscript(tmp_path / "s.jsonl").acquire_writer()
+        DurableTranscript(tmp_path / "s.jsonl").acquire_writer()
     owner.close()
 
 
 def test_read_check_append_under_the_lock_has_one_winner(tmp_path):
     """Eight threads each try to close the one open turn; the check and the append are one step."""
-    transcript = JSONLTranscript(tmp_path / "s.jsonl")
+    transcript = DurableTranscript(tmp_path / "s.jsonl")
     transcript.append({"type": "turn_start", "turn_number": 1})
     winners, start = [], threading.Barrier(8)
 
@@ -163,5 +159,5 @@ def test_read_check_append_under_the_lock_has_one_winner(tmp_path):
     for thread in threads:
         thread.join()
     transcript.close()
-    events = JSONLTranscript(tmp_path / "s.jsonl").read_events()
+    events = DurableTranscript(tmp_path / "s.jsonl").read_events()
     assert len(winners) == 1 and [e["type"] for e in events] == ["turn_start", "turn_end"]

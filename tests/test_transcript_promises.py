@@ -11,15 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript.code import (
-    BATCH_END_FIELD,
-    SCHEMA_VERSION,
-    JSONLTranscript,
-    OsFileIO,
-    TranscriptCorruptionError,
-    TranscriptLockedError,
-    ticking_clock,
-)
+from s09_jsonl_transcript.code import SCHEMA_VERSION, TranscriptCorruptionError, TranscriptLockedError, ticking_clock
+from s09_jsonl_transcript.lab import BATCH_END_FIELD, DurableTranscript, OsFileIO
 
 CODE_PY = Path(__file__).resolve().parents[1] / "s09_jsonl_transcript" / "code.py"
 
@@ -51,26 +44,26 @@ def _run_threads(count, body):
 
 @pytest.mark.parametrize("threads, appends", [(4, 50), (8, 20)])
 def test_threads_appending_through_one_instance_write_every_sequence_once(tmp_path, threads, appends):
-    transcript = JSONLTranscript(tmp_path / "shared.jsonl")
+    transcript = DurableTranscript(tmp_path / "shared.jsonl")
     errors = _run_threads(threads, lambda n: [transcript.append(message(f"thread {n} event {i}"))
                                               for i in range(appends)])
     transcript.close()
     assert errors == []
-    state = JSONLTranscript(transcript.path).recover()
+    state = DurableTranscript(transcript.path).recover()
     assert state["total_events"] == threads * appends
-    events = JSONLTranscript(transcript.path).read_events()
+    events = DurableTranscript(transcript.path).read_events()
     assert [e["sequence"] for e in events] == list(range(1, threads * appends + 1))
     contents = sorted(e["content"] for e in events)
     assert contents == sorted(f"thread {n} event {i}" for n in range(threads) for i in range(appends))
 
 
 def test_threads_appending_batches_through_one_instance_keep_each_batch_together(tmp_path):
-    transcript = JSONLTranscript(tmp_path / "shared.jsonl", integrity=True)
+    transcript = DurableTranscript(tmp_path / "shared.jsonl", integrity=True)
     errors = _run_threads(4, lambda n: [transcript.append_batch(message(f"t{n} b{b} e{e}") for e in range(5))
                                         for b in range(10)])
     transcript.close()
     assert errors == []
-    events = JSONLTranscript(transcript.path, integrity=True).read_events()
+    events = DurableTranscript(transcript.path, integrity=True).read_events()
     assert [e["sequence"] for e in events] == list(range(1, 201))
     for first in range(0, 200, 5):  # every batch is 5 consecutive records from one thread, in order
         batch = [e["content"] for e in events[first:first + 5]]
@@ -81,7 +74,7 @@ def test_threads_appending_batches_through_one_instance_keep_each_batch_together
 
 def test_a_second_instance_on_the_same_path_in_this_process_fails_cleanly(tmp_path):
     path = tmp_path / "one.jsonl"
-    first, second = JSONLTranscript(path), JSONLTranscript(path)
+    first, second = DurableTranscript(path), DurableTranscript(path)
     first.append(message("first"))
     with pytest.raises(TranscriptLockedError):
         second.append(message("second"))
@@ -89,7 +82,7 @@ def test_a_second_instance_on_the_same_path_in_this_process_fails_cleanly(tmp_pa
     first.close()
     second.append(message("second, after the first closed"))
     second.close()
-    assert [e["content"] for e in JSONLTranscript(path).read_events()] == [
+    assert [e["content"] for e in DurableTranscript(path).read_events()] == [
         "first", "first again", "second, after the first closed"]
 
 
@@ -98,7 +91,7 @@ def test_threads_each_with_their_own_instance_never_corrupt_the_file(tmp_path):
     written = []
 
     def body(number):
-        transcript = JSONLTranscript(path)
+        transcript = DurableTranscript(path)
         for i in range(20):
             try:
                 written.append(transcript.append(message(f"{number}:{i}"))["content"])
@@ -107,7 +100,7 @@ def test_threads_each_with_their_own_instance_never_corrupt_the_file(tmp_path):
         transcript.close()
 
     assert _run_threads(6, body) == []
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
     assert sorted(e["content"] for e in events) == sorted(written)  # acknowledged == on disk
 
@@ -137,7 +130,7 @@ def with_newer_record(tmp_path):
 
 
 def test_a_newer_schema_record_is_kept_as_evidence_and_left_out_of_messages(with_newer_record):
-    transcript = JSONLTranscript(with_newer_record)
+    transcript = DurableTranscript(with_newer_record)
     events = transcript.read_events()
     assert [e["type"] for e in events] == ["message", "tool_progress", "message"]
     state = transcript.recover()
@@ -151,21 +144,21 @@ def test_a_newer_schema_record_is_kept_as_evidence_and_left_out_of_messages(with
 def test_a_newer_schema_record_may_change_the_fields_of_a_known_type(tmp_path):
     path = tmp_path / "s.jsonl"
     _write_records(path, [_record(1, version=SCHEMA_VERSION + 1, type="message", text="no role, no content")])
-    state = JSONLTranscript(path).recover()
+    state = DurableTranscript(path).recover()
     assert (state["messages"], state["unknown_schema_events"]) == ([], 1)
 
 
 def test_a_writer_continues_after_a_newer_schema_record(with_newer_record):
-    with JSONLTranscript(with_newer_record) as transcript:
+    with DurableTranscript(with_newer_record) as transcript:
         assert transcript.append(message("more"))["sequence"] == 4
-    assert len(JSONLTranscript(with_newer_record).read_events()) == 4
+    assert len(DurableTranscript(with_newer_record).read_events()) == 4
 
 
 def test_the_memory_gate_refuses_a_newer_schema_record(with_newer_record):
     from s09_jsonl_transcript.code import MemorySelectionError
 
-    with pytest.raises(MemorySelectionError, match="newer than this code understands"):
-        JSONLTranscript(with_newer_record).select_memory_candidate("transcript:s:2", "progress", "why")
+    with pytest.raises(MemorySelectionError, match="newer schema_version"):
+        DurableTranscript(with_newer_record).select_memory_candidate("transcript:s:2", "progress", "why")
 
 
 @pytest.mark.parametrize("damage, reason", [
@@ -180,9 +173,9 @@ def test_a_newer_schema_record_with_a_wrong_envelope_still_fails_closed(tmp_path
                           {**_record(2, version=SCHEMA_VERSION + 1, type="new"), **damage},
                           _record(3, type="message", role="user", content="after")])
     with pytest.raises(TranscriptCorruptionError, match=reason):
-        JSONLTranscript(path).read_events()
+        DurableTranscript(path).read_events()
     with pytest.raises(TranscriptCorruptionError, match=reason):
-        JSONLTranscript(path).replay_state()
+        DurableTranscript(path).replay_state()
 
 
 # --------------------------------------------------------------------------- 3. the order of the envelope checks
@@ -192,9 +185,9 @@ def test_a_wrong_sequence_is_named_before_a_missing_schema_version(tmp_path):
     path = tmp_path / "gap.jsonl"
     path.write_text(json.dumps({"sequence": 2, "type": "message"}) + "\n")
     with pytest.raises(TranscriptCorruptionError, match="expected sequence 1"):
-        JSONLTranscript(path).replay_state()
+        DurableTranscript(path).replay_state()
     with pytest.raises(TranscriptCorruptionError, match="expected sequence 1"):
-        JSONLTranscript(path).read_events()
+        DurableTranscript(path).read_events()
 
 
 def test_the_envelope_is_checked_sequence_session_event_id_then_schema_version(tmp_path):
@@ -205,11 +198,15 @@ def test_the_envelope_is_checked_sequence_session_event_id_then_schema_version(t
     for reason, fix in zip(expected_reasons, [{"session_id": "s"}, {"event_id": "transcript:s:1"}, {}]):
         _write_records(path, [record])
         with pytest.raises(TranscriptCorruptionError, match=reason):
-            JSONLTranscript(path).read_events()
+            DurableTranscript(path).read_events()
         record.update(fix)
 
 
 # --------------------------------------------------------------------------- 4. batches are all or nothing
+
+
+class CrashMidWrite(Exception):
+    """Stands for the death of the process in the middle of a write (a staged crash point)."""
 
 
 class CutAfter(OsFileIO):
@@ -222,17 +219,18 @@ class CutAfter(OsFileIO):
         if self.keep is None:
             return super().write(fd, data)
         keep, self.keep = self.keep, None
-        return super().write(fd, data[:keep(data)])
+        super().write(fd, data[:keep(data)])
+        raise CrashMidWrite  # the process dies here: its bytes stay on disk, the append never returns
 
 
 def _torn_batch(path, keep, *, before=2, batch=4, integrity=False):
     """Append `before` single events, then a batch whose write is cut at keep(data) bytes."""
     file_io = CutAfter()
-    transcript = JSONLTranscript(path, clock=ticking_clock(), file_io=file_io, integrity=integrity)
+    transcript = DurableTranscript(path, clock=ticking_clock(), file_io=file_io, integrity=integrity)
     for i in range(before):
         transcript.append(message(f"single {i}"))
     file_io.keep = keep
-    with pytest.raises(OSError, match="short write"):
+    with pytest.raises(CrashMidWrite):
         transcript.append_batch(message(f"batch {i}") for i in range(batch))
     return transcript
 
@@ -250,7 +248,7 @@ def _after_two_records(data):
 def test_a_batch_torn_by_a_crash_reads_as_a_partial_tail(tmp_path, keep, integrity):
     path = tmp_path / "s.jsonl"
     _torn_batch(path, keep, integrity=integrity)
-    reader = JSONLTranscript(path, integrity=integrity)
+    reader = DurableTranscript(path, integrity=integrity)
     scanned = reader.scan()
     assert [e["content"] for e in scanned.events] == ["single 0", "single 1"]
     assert scanned.ignored_partial_tail and scanned.unfinished_batch
@@ -263,7 +261,7 @@ def test_a_retried_batch_is_written_once(tmp_path):
     transcript = _torn_batch(path, _after_two_records)
     transcript.append_batch(message(f"batch {i}") for i in range(4))  # the caller retries after the error
     transcript.close()
-    contents = [e["content"] for e in JSONLTranscript(path).read_events()]
+    contents = [e["content"] for e in DurableTranscript(path).read_events()]
     assert contents == ["single 0", "single 1", "batch 0", "batch 1", "batch 2", "batch 3"]
 
 
@@ -271,23 +269,23 @@ def test_the_next_writer_cuts_a_torn_batch_off(tmp_path):
     path = tmp_path / "s.jsonl"
     _torn_batch(path, _after_two_records).close()
     size_before = path.stat().st_size
-    with JSONLTranscript(path) as fresh:
+    with DurableTranscript(path) as fresh:
         assert fresh.append(message("next"))["sequence"] == 3
     assert path.stat().st_size < size_before + 200
-    assert [e["content"] for e in JSONLTranscript(path).read_events()] == ["single 0", "single 1", "next"]
+    assert [e["content"] for e in DurableTranscript(path).read_events()] == ["single 0", "single 1", "next"]
 
 
 def test_a_complete_batch_whose_last_newline_was_lost_is_kept(tmp_path):
     path = tmp_path / "s.jsonl"
     _torn_batch(path, lambda data: len(data) - 1).close()  # only the final newline is missing
-    assert len(JSONLTranscript(path).read_events()) == 6
-    with JSONLTranscript(path) as fresh:
+    assert len(DurableTranscript(path).read_events()) == 6
+    with DurableTranscript(path) as fresh:
         assert fresh.append(message("next"))["sequence"] == 7
 
 
 def test_a_batch_cut_short_in_the_middle_of_the_file_fails_closed(tmp_path):
     path = tmp_path / "s.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         transcript.append_batch(message(f"batch {i}") for i in range(4))
         transcript.append(message("after"))
     lines = path.read_bytes().splitlines(keepends=True)
@@ -295,19 +293,19 @@ def test_a_batch_cut_short_in_the_middle_of_the_file_fails_closed(tmp_path):
     records[4]["sequence"], records[4]["event_id"] = 3, "transcript:s:3"  # records 3 and 4 of the batch gone
     _write_records(path, records[:2] + records[4:])
     with pytest.raises(TranscriptCorruptionError, match="batch ending at sequence 4 is cut off"):
-        JSONLTranscript(path).read_events()
+        DurableTranscript(path).read_events()
 
 
 def test_a_tail_read_that_starts_inside_a_long_torn_batch_gives_the_full_reads_answer(tmp_path):
     path = tmp_path / "s.jsonl"
     _torn_batch(path, lambda data: len(data) // 2, before=3, batch=3000)
-    state = JSONLTranscript(path).replay_state(max_items=2)
+    state = DurableTranscript(path).replay_state(max_items=2)
     assert (state.total_events, state.ignored_partial_tail) == (3, True)
     assert state.messages == [{"role": "user", "content": "single 1"}, {"role": "user", "content": "single 2"}]
 
 
 def test_only_batches_of_two_or_more_carry_the_batch_field(tmp_path):
-    with JSONLTranscript(tmp_path / "s.jsonl") as transcript:
+    with DurableTranscript(tmp_path / "s.jsonl") as transcript:
         single = transcript.append(message("one"))
         [alone] = transcript.append_batch([message("alone")])
         pair = transcript.append_batch([message("a"), message("b")])
@@ -321,14 +319,14 @@ def test_a_bad_batch_field_fails_closed(tmp_path, value):
     _write_records(path, [_record(1, type="reasoning", content="x"),
                           _record(2, type="reasoning", content="y", **{BATCH_END_FIELD: value})])
     with pytest.raises(TranscriptCorruptionError, match=f"bad {BATCH_END_FIELD}"):
-        JSONLTranscript(path).read_events()
+        DurableTranscript(path).read_events()
 
 
 def test_a_caller_cannot_set_the_batch_field(tmp_path):
     from s09_jsonl_transcript.code import TranscriptValidationError
 
-    with pytest.raises(TranscriptValidationError, match="reserved envelope fields: batch_end"):
-        JSONLTranscript(tmp_path / "s.jsonl").append({**message("x"), BATCH_END_FIELD: 9})
+    with pytest.raises(TranscriptValidationError, match="fields append writes itself: batch_end"):
+        DurableTranscript(tmp_path / "s.jsonl").append({**message("x"), BATCH_END_FIELD: 9})
 
 
 # --------------------------------------------------------------------------- 5. new sessions are created exclusively
@@ -336,29 +334,29 @@ def test_a_caller_cannot_set_the_batch_field(tmp_path):
 
 def test_create_refuses_an_existing_session_and_leaves_it_alone(tmp_path):
     path = tmp_path / "s.jsonl"
-    with JSONLTranscript.create(path) as transcript:
+    with DurableTranscript.create(path) as transcript:
         transcript.append(message("mine"))
     before = path.read_bytes()
     with pytest.raises(FileExistsError):
-        JSONLTranscript.create(path)
+        DurableTranscript.create(path)
     assert path.read_bytes() == before
 
 
 def test_create_holds_the_writer_from_the_start(tmp_path):
     path = tmp_path / "s.jsonl"
-    created = JSONLTranscript.create(path)
+    created = DurableTranscript.create(path)
     with pytest.raises(TranscriptLockedError):
-        JSONLTranscript(path).append(message("intruder"))
+        DurableTranscript(path).append(message("intruder"))
     assert created.append(message("owner"))["sequence"] == 1
     created.close()
 
 
 def test_for_session_new_creates_exclusively(tmp_path):
-    with JSONLTranscript.for_session(tmp_path, "w", "s1", new=True) as transcript:
+    with DurableTranscript.for_session(tmp_path, "w", "s1", new=True) as transcript:
         transcript.append(message("hello"))
     with pytest.raises(FileExistsError):
-        JSONLTranscript.for_session(tmp_path, "w", "s1", new=True)
-    assert JSONLTranscript.for_session(tmp_path, "w", "s1").replay() == [{"role": "user", "content": "hello"}]
+        DurableTranscript.for_session(tmp_path, "w", "s1", new=True)
+    assert DurableTranscript.for_session(tmp_path, "w", "s1").replay() == [{"role": "user", "content": "hello"}]
 
 
 def test_racing_creates_of_one_new_session_have_one_winner(tmp_path):
@@ -366,7 +364,7 @@ def test_racing_creates_of_one_new_session_have_one_winner(tmp_path):
 
     def body(number):
         try:
-            won.append(JSONLTranscript.create(path))
+            won.append(DurableTranscript.create(path))
         except FileExistsError:
             lost.append(number)
 
@@ -379,7 +377,7 @@ def test_racing_creates_of_one_new_session_have_one_winner(tmp_path):
 
 
 def test_select_memory_candidate_takes_the_lessons_positional_call(tmp_path):
-    with JSONLTranscript(tmp_path / "session_abc123.jsonl") as transcript:
+    with DurableTranscript(tmp_path / "session_abc123.jsonl") as transcript:
         transcript.append(message("We will use SQLite WAL."))
     candidate = transcript.select_memory_candidate(
         "transcript:session_abc123:1", "The project uses SQLite WAL.", "A decision the user confirmed.")
@@ -406,8 +404,8 @@ def test_code_py_works_when_loaded_from_its_path(standalone, tmp_path):
     transcript = standalone.JSONLTranscript(tmp_path / "session-42.jsonl")
     transcript.append({"type": "message", "role": "user", "content": "Use SQLite WAL."})
     transcript.append({"type": "reasoning", "content": "maybe"})
-    transcript.append_batch([{"type": "ai-title", "title": "WAL"}, {"type": "message", "role": "assistant",
-                                                                       "content": "ok"}])
+    transcript.append({"type": "ai-title", "title": "WAL"})
+    transcript.append({"type": "message", "role": "assistant", "content": "ok"})
     fresh = standalone.JSONLTranscript(transcript.path)
     assert fresh.replay_state().next_sequence == 5
     assert [e["sequence"] for e in fresh._read_all_events()] == [1, 2, 3, 4]  # the lesson's name still works
@@ -422,7 +420,7 @@ def test_code_py_works_when_loaded_from_its_path(standalone, tmp_path):
 
 
 def test_the_records_of_one_batch_share_the_time_of_their_one_commit(tmp_path):
-    with JSONLTranscript(tmp_path / "s.jsonl", clock=ticking_clock()) as transcript:
+    with DurableTranscript(tmp_path / "s.jsonl", clock=ticking_clock()) as transcript:
         first = transcript.append(message("alone"))
         batch = transcript.append_batch(message(str(n)) for n in range(3))
         after = transcript.append(message("after"))

@@ -7,11 +7,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s09_jsonl_transcript.code import (
-    JSONLTranscript,
-    TranscriptCorruptionError,
-    ticking_clock,
-)
+from s09_jsonl_transcript.code import TranscriptCorruptionError, ticking_clock
+from s09_jsonl_transcript.lab import DurableTranscript
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 CALL_IDS = st.sampled_from(["c1", "c2", "c3", "c4"])
@@ -49,14 +46,14 @@ def expected_window_messages(events, window):
 @given(events=st.lists(EVENTS, max_size=40), window=st.integers(0, 45), batch=st.booleans())
 def test_replay_equals_the_suffix_of_a_full_read(events, window, batch):
     with tempfile.TemporaryDirectory() as folder:
-        transcript = JSONLTranscript(Path(folder) / "p.jsonl", clock=ticking_clock())
+        transcript = DurableTranscript(Path(folder) / "p.jsonl", clock=ticking_clock())
         if batch:
             transcript.append_batch(events)
         else:
             for event in events:
                 transcript.append(event)
         transcript.close()
-        fresh = JSONLTranscript(transcript.path)
+        fresh = DurableTranscript(transcript.path)
         full = fresh.read_events()
         assert [e["sequence"] for e in full] == list(range(1, len(events) + 1))
         assert fresh.replay(window) == expected_window_messages(full, window)
@@ -66,18 +63,18 @@ def test_replay_equals_the_suffix_of_a_full_read(events, window, batch):
 def _bug_fix_bytes(tmp_path, integrity=False):
     from s09_jsonl_transcript.code import MockLLM, run_agent
 
-    with JSONLTranscript(tmp_path / "session.jsonl", clock=ticking_clock(), integrity=integrity) as transcript:
+    with DurableTranscript(tmp_path / "session.jsonl", clock=ticking_clock(), integrity=integrity) as transcript:
         run_agent(transcript, MockLLM())
     return transcript.path, transcript.path.read_bytes()
 
 
 def test_truncation_at_every_offset_gives_complete_records_and_at_most_a_torn_tail(tmp_path):
     path, original = _bug_fix_bytes(tmp_path)
-    reference = JSONLTranscript(path).read_events()
+    reference = DurableTranscript(path).read_events()
     line_ends = [i + 1 for i, byte in enumerate(original) if byte == ord("\n")]
     for offset in range(len(original) + 1):
         path.write_bytes(original[:offset])
-        fresh = JSONLTranscript(path)
+        fresh = DurableTranscript(path)
         events = fresh.read_events()  # never raises
         complete = sum(1 for end in line_ends if end <= offset)
         only_newline_missing = offset + 1 in line_ends
@@ -96,20 +93,20 @@ def test_single_byte_damage_raises_nothing_but_the_kits_errors(tmp_path):
             path.write_bytes(bytes(damaged))
             for read in (lambda t: t.read_events(), lambda t: t.replay(4), lambda t: t.recover()):
                 try:
-                    read(JSONLTranscript(path))
+                    read(DurableTranscript(path))
                 except TranscriptCorruptionError as error:
                     assert error.line_number >= 1 and 0 <= error.byte_offset < len(original)
 
 
 def test_with_integrity_no_single_byte_flip_is_accepted_silently(tmp_path):
     path, original = _bug_fix_bytes(tmp_path, integrity=True)
-    reference = JSONLTranscript(path, integrity=True).read_events()
+    reference = DurableTranscript(path, integrity=True).read_events()
     for offset in range(len(original)):
         damaged = bytearray(original)
         damaged[offset] ^= 0x01
         path.write_bytes(bytes(damaged))
         try:
-            events = JSONLTranscript(path, integrity=True).read_events()
+            events = DurableTranscript(path, integrity=True).read_events()
         except TranscriptCorruptionError:
             continue
         assert events == reference[: len(events)] and len(events) >= len(reference) - 1, offset
@@ -123,12 +120,12 @@ def test_arbitrary_bytes_raise_nothing_but_the_kits_errors(data):
         path.write_bytes(data)
         for read in (lambda t: t.read_events(), lambda t: t.replay(3), lambda t: t.recover()):
             try:
-                read(JSONLTranscript(path))
+                read(DurableTranscript(path))
             except TranscriptCorruptionError:
                 pass
 
 
 def test_records_written_with_json_separators_inside_strings_stay_one_line(tmp_path):
-    transcript = JSONLTranscript(tmp_path / "s.jsonl")
+    transcript = DurableTranscript(tmp_path / "s.jsonl")
     transcript.append({"type": "message", "role": "user", "content": '{"sequence": 99}\n\u2028'})
     assert json.loads(transcript.path.read_bytes().split(b"\n")[0])["sequence"] == 1

@@ -16,6 +16,7 @@ from s09_jsonl_transcript.code import (
     run_agent,
     ticking_clock,
 )
+from s09_jsonl_transcript.lab import DurableTranscript
 
 USER = {"type": "message", "role": "user", "content": "hello"}
 
@@ -30,7 +31,7 @@ def write_lines(path, lines):
 
 def corruption(path):
     with pytest.raises(TranscriptCorruptionError) as caught:
-        JSONLTranscript(path).read_events()
+        DurableTranscript(path).read_events()
     return caught.value
 
 
@@ -42,7 +43,7 @@ def test_an_unterminated_fragment_is_ignored_and_reported(bug_fix, tail):
     with open(bug_fix.path, "ab") as file:
         file.write(tail)
     before = bug_fix.path.read_bytes()
-    fresh = JSONLTranscript(bug_fix.path)
+    fresh = DurableTranscript(bug_fix.path)
     assert len(fresh.read_events()) == 12
     state = fresh.recover()
     assert state["ignored_partial_tail"] is True and state["total_events"] == 12
@@ -52,7 +53,7 @@ def test_an_unterminated_fragment_is_ignored_and_reported(bug_fix, tail):
 
 def test_an_unterminated_complete_record_is_kept(bug_fix):
     bug_fix.path.write_bytes(bug_fix.path.read_bytes()[:-1])
-    state = JSONLTranscript(bug_fix.path).recover()
+    state = DurableTranscript(bug_fix.path).recover()
     assert state["total_events"] == 12 and state["ignored_partial_tail"] is False
 
 
@@ -64,7 +65,7 @@ def test_a_complete_line_that_is_not_json_is_corruption(bug_fix, line_number):
     write_lines(bug_fix.path, lines)
     error = corruption(bug_fix.path)
     assert (error.line_number, error.byte_offset) == (line_number, offset)
-    assert str(error) == f"session.jsonl:{line_number}: invalid complete JSON record"
+    assert str(error) == f"session.jsonl:{line_number}: invalid complete JSON record (byte offset {offset})"
 
 
 @pytest.mark.parametrize(
@@ -137,16 +138,18 @@ def test_nan_written_by_another_tool_is_corruption(bug_fix):
     assert corruption(bug_fix.path).line_number == 2
 
 
-def test_lines_from_before_the_envelope_are_numbered_in_order(tmp_path):
+@pytest.mark.parametrize("cls", [JSONLTranscript, DurableTranscript])
+def test_lines_without_an_envelope_fail_closed_and_nothing_is_appended_to_them(tmp_path, cls):
     path = tmp_path / "old.jsonl"
     path.write_text('{"type":"message","role":"user","content":"a"}\n'
                     '{"type":"message","role":"assistant","content":"b"}\n', encoding="utf-8")
-    events = JSONLTranscript(path).read_events()
-    assert [(e["sequence"], e["event_id"]) for e in events] == [(1, "transcript:old:1"), (2, "transcript:old:2")]
-    with JSONLTranscript(path) as transcript:
-        assert transcript.append(USER)["sequence"] == 3
-    expected = [{"role": "assistant", "content": "b"}, {"role": "user", "content": "hello"}]
-    assert JSONLTranscript(path).replay(2) == expected
+    before = path.read_bytes()
+    with pytest.raises(TranscriptCorruptionError, match="old.jsonl:1: line has no envelope") as caught:
+        cls(path).read_events()
+    assert caught.value.byte_offset == 0
+    with pytest.raises(TranscriptCorruptionError, match="no envelope"):
+        cls(path).append(USER)
+    assert path.read_bytes() == before
 
 
 def test_a_pre_envelope_line_after_enveloped_ones_is_corruption(bug_fix):
@@ -169,7 +172,7 @@ def test_line_separators_in_content_round_trip(transcript, separator):
     transcript.append({"type": "message", "role": "user", "content": text})
     transcript.append(USER)
     transcript.close()
-    fresh = JSONLTranscript(transcript.path)
+    fresh = DurableTranscript(transcript.path)
     assert fresh.read_events()[0]["content"] == text
     assert fresh.replay(2)[0]["content"] == text
     assert fresh.count_lines() == 2
@@ -182,7 +185,7 @@ def test_a_torn_fragment_is_cut_off_before_the_next_append(bug_fix):
     clean = bug_fix.path.read_bytes()
     with open(bug_fix.path, "ab") as file:
         file.write(b'{"schema_version":1,"sequence":13,"ty')
-    with JSONLTranscript(bug_fix.path) as fresh:
+    with DurableTranscript(bug_fix.path) as fresh:
         record = fresh.append(USER)
     assert record["sequence"] == 13
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
@@ -191,9 +194,9 @@ def test_a_torn_fragment_is_cut_off_before_the_next_append(bug_fix):
 
 def test_a_complete_record_missing_its_newline_is_finished_not_cut(bug_fix):
     bug_fix.path.write_bytes(bug_fix.path.read_bytes()[:-1])
-    with JSONLTranscript(bug_fix.path) as fresh:
+    with DurableTranscript(bug_fix.path) as fresh:
         assert fresh.append(USER)["sequence"] == 13
-    events = JSONLTranscript(bug_fix.path).read_events()
+    events = DurableTranscript(bug_fix.path).read_events()
     assert len(events) == 13 and events[11]["content"] == BUG_FIX_SCRIPT[11]["content"]
 
 
@@ -203,7 +206,7 @@ def test_an_append_to_a_file_with_a_damaged_tail_record_is_refused(bug_fix):
     write_lines(bug_fix.path, lines)
     before = bug_fix.path.read_bytes()
     with pytest.raises(TranscriptCorruptionError) as caught:
-        JSONLTranscript(bug_fix.path).append(USER)
+        DurableTranscript(bug_fix.path).append(USER)
     assert caught.value.line_number == 12
     assert bug_fix.path.read_bytes() == before
 
@@ -263,7 +266,7 @@ def test_replay_validates_what_it_reads_and_recover_validates_everything(bug_fix
     lines = lines_of(bug_fix.path)
     lines[1] = b"damaged"
     write_lines(bug_fix.path, lines)
-    fresh = JSONLTranscript(bug_fix.path)
+    fresh = DurableTranscript(bug_fix.path)
     assert len(fresh.replay(3)) == 3  # the damage lies outside the window it read
     with pytest.raises(TranscriptCorruptionError) as caught:
         fresh.replay(11)
@@ -273,7 +276,7 @@ def test_replay_validates_what_it_reads_and_recover_validates_everything(bug_fix
 
 
 def test_event_to_message_maps_every_event_type():
-    to_message = JSONLTranscript._event_to_message
+    to_message = DurableTranscript._event_to_message
     assert to_message(BUG_FIX_SCRIPT[0]) == {"role": "user", "content": BUG_FIX_SCRIPT[0]["content"]}
     assert to_message(BUG_FIX_SCRIPT[3]) == {"role": "assistant", "content": [
         {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "calc.py"}}]}
@@ -285,10 +288,10 @@ def test_event_to_message_maps_every_event_type():
 
 def test_mock_llm_uses_all_six_event_types_and_ends():
     llm = MockLLM()
-    events = iter(llm.next_event, None)
+    events = list(iter(llm.next_event, None))
     assert {event["type"] for event in events} == {
         "message", "reasoning", "function_call", "function_call_result", "file-history-snapshot", "ai-title"}
-    assert llm.next_event() is None and len(llm) == 12
+    assert llm.next_event() is None and len(events) == len(BUG_FIX_SCRIPT) == 12
 
 
 def test_count_lines_counts_complete_lines(bug_fix):
@@ -296,35 +299,35 @@ def test_count_lines_counts_complete_lines(bug_fix):
     with open(bug_fix.path, "ab") as file:
         file.write(b"{partial")
     assert bug_fix.count_lines() == 12
-    assert JSONLTranscript(bug_fix.path.with_name("missing.jsonl")).count_lines() == 0
+    assert DurableTranscript(bug_fix.path.with_name("missing.jsonl")).count_lines() == 0
 
 
 def test_a_missing_file_reads_as_empty(tmp_path):
-    transcript = JSONLTranscript(tmp_path / "nothing.jsonl")
+    transcript = DurableTranscript(tmp_path / "nothing.jsonl")
     assert transcript.read_events() == [] and transcript.replay() == []
     assert transcript.recover()["next_sequence"] == 1
     assert not transcript.path.exists()
 
 
 def test_an_over_long_line_is_corruption_without_reading_it_whole(tmp_path):
-    transcript = JSONLTranscript(tmp_path / "s.jsonl", max_record_bytes=4096)
+    transcript = DurableTranscript(tmp_path / "s.jsonl", max_record_bytes=4096)
     transcript.append(USER)
     transcript.close()
     with open(transcript.path, "ab") as file:
         file.write(b'{"x":"' + b"a" * 100_000 + b'"}\n')
     with pytest.raises(TranscriptCorruptionError, match="longer than 4096"):
-        JSONLTranscript(transcript.path, max_record_bytes=4096).read_events()
+        DurableTranscript(transcript.path, max_record_bytes=4096).read_events()
     with pytest.raises(TranscriptCorruptionError) as caught:
-        JSONLTranscript(transcript.path, max_record_bytes=4096).replay(5)
+        DurableTranscript(transcript.path, max_record_bytes=4096).replay(5)
     assert caught.value.line_number == 2
 
 
 def test_an_over_long_unterminated_tail_is_a_torn_write(tmp_path):
-    transcript = JSONLTranscript(tmp_path / "s.jsonl", max_record_bytes=4096)
+    transcript = DurableTranscript(tmp_path / "s.jsonl", max_record_bytes=4096)
     transcript.append(USER)
     with open(transcript.path, "ab") as file:
         file.write(b"\0" * 100_000)
-    fresh = JSONLTranscript(transcript.path, max_record_bytes=4096)
+    fresh = DurableTranscript(transcript.path, max_record_bytes=4096)
     assert fresh.recover()["ignored_partial_tail"] and fresh.replay_state(5).ignored_partial_tail
 
 
@@ -333,7 +336,7 @@ def test_an_over_long_unterminated_tail_is_a_torn_write(tmp_path):
 
 def test_a_second_writer_in_this_process_is_refused_until_the_first_closes(transcript):
     transcript.append(USER)
-    other = JSONLTranscript(transcript.path)
+    other = DurableTranscript(transcript.path)
     with pytest.raises(TranscriptLockedError, match="another writer"):
         other.append(USER)
     assert len(other.read_events()) == 1  # readers take no lock
@@ -344,47 +347,47 @@ def test_a_second_writer_in_this_process_is_refused_until_the_first_closes(trans
 
 def test_a_forgotten_writer_releases_its_lock_when_collected(tmp_path):
     path = tmp_path / "s.jsonl"
-    JSONLTranscript(path).append(USER)  # never closed, but unreachable
-    with JSONLTranscript(path) as second:
+    DurableTranscript(path).append(USER)  # never closed, but unreachable
+    with DurableTranscript(path) as second:
         assert second.append(USER)["sequence"] == 2
 
 
 def test_the_integrity_chain_round_trips_and_is_required_when_on(tmp_path):
-    sealed = JSONLTranscript(tmp_path / "sealed.jsonl", integrity=True, clock=ticking_clock())
+    sealed = DurableTranscript(tmp_path / "sealed.jsonl", integrity=True, clock=ticking_clock())
     run_agent(sealed, MockLLM())
     sealed.close()
     assert all(json.loads(line)["chain"] for line in lines_of(sealed.path)[:-1])
-    assert len(JSONLTranscript(sealed.path).read_events()) == 12  # a plain reader verifies it too
-    plain = JSONLTranscript(tmp_path / "plain.jsonl")
+    assert len(DurableTranscript(sealed.path).read_events()) == 12  # a plain reader verifies it too
+    plain = DurableTranscript(tmp_path / "plain.jsonl")
     plain.append(USER)
     with pytest.raises(TranscriptCorruptionError, match="no chain"):
-        JSONLTranscript(plain.path, integrity=True).read_events()
+        DurableTranscript(plain.path, integrity=True).read_events()
     assert os.path.getsize(plain.path) > 0
 
 
 def test_after_cutting_a_torn_tail_the_chain_continues_from_the_last_record(tmp_path):
-    sealed = JSONLTranscript(tmp_path / "s.jsonl", integrity=True)
+    sealed = DurableTranscript(tmp_path / "s.jsonl", integrity=True)
     sealed.append(USER)
     sealed.close()
     with open(sealed.path, "ab") as file:
         file.write(b'{"torn": ')
-    with JSONLTranscript(sealed.path, integrity=True) as reopened:
+    with DurableTranscript(sealed.path, integrity=True) as reopened:
         reopened.append(USER)
-    assert len(JSONLTranscript(sealed.path, integrity=True).read_events()) == 2
+    assert len(DurableTranscript(sealed.path, integrity=True).read_events()) == 2
 
 
 def test_recover_streams_and_keeps_only_its_window(tmp_path):
     """recover() holds its window plus, at most, the records of one batch (a batch is kept whole or not at all)."""
     import tracemalloc
 
-    with JSONLTranscript(tmp_path / "long.jsonl", clock=ticking_clock()) as transcript:
+    with DurableTranscript(tmp_path / "long.jsonl", clock=ticking_clock()) as transcript:
         for _ in range(200):
             transcript.append_batch({"type": "message", "role": "user", "content": "x" * 400} for _ in range(100))
 
     def peak_of(read):
         tracemalloc.start()
         try:
-            read(JSONLTranscript(transcript.path))
+            read(DurableTranscript(transcript.path))
             return tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -392,13 +395,13 @@ def test_recover_streams_and_keeps_only_its_window(tmp_path):
     everything = peak_of(lambda t: t.read_events())
     windowed = peak_of(lambda t: t.recover(max_items=100))
     assert windowed < everything / 10, (windowed, everything)
-    assert JSONLTranscript(transcript.path).recover(max_items=100)["total_events"] == 20_000
+    assert DurableTranscript(transcript.path).recover(max_items=100)["total_events"] == 20_000
 
 
 @pytest.mark.parametrize("window", [5, 6, 8, 9, 10, 1000])
 def test_a_window_at_least_as_long_as_the_file_replays_every_event(tmp_path, window):
     """Found by the notebook 4 review: a window between the file's length and twice it lost events."""
-    with JSONLTranscript(tmp_path / "s.jsonl", clock=ticking_clock()) as transcript:
+    with DurableTranscript(tmp_path / "s.jsonl", clock=ticking_clock()) as transcript:
         for n in range(5):
             transcript.append({"type": "message", "role": "user", "content": str(n)})
-    assert [m["content"] for m in JSONLTranscript(transcript.path).replay(window)] == ["0", "1", "2", "3", "4"]
+    assert [m["content"] for m in DurableTranscript(transcript.path).replay(window)] == ["0", "1", "2", "3", "4"]

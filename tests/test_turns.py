@@ -4,7 +4,8 @@ the departures table, and an audit that never counts an unreadable token summary
 import pytest
 
 from s09_jsonl_transcript import turns
-from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, JSONLTranscript, MockLLM, run_agent
+from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, MockLLM, run_agent
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons import production
 from s09_jsonl_transcript.turns import (
     END_REASONS,
@@ -77,7 +78,7 @@ def test_markers_are_ordinary_events_that_replay_keeps_out_of_messages(transcrip
     transcript.append(user())
     end_turn(transcript, 1, turns.REASON_COMPLETE, KIT_TOKENS)
     transcript.close()
-    reread = JSONLTranscript(transcript.path)
+    reread = DurableTranscript(transcript.path)
     events = reread.read_events()
     assert [event["type"] for event in events] == ["turn_start", "message", "turn_end"]
     assert events[0]["reason"] == turns.START_USER
@@ -342,7 +343,7 @@ def test_every_crash_point_of_the_script_folds_its_prefix_and_reaches_every_stat
 def test_a_killed_writer_leaves_what_it_appended_and_recovery_decides_from_it(tmp_path, count):
     path = tmp_path / "killed.jsonl"
     status = production.crash_and_recover(path, count)
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     assert [{k: v for k, v in e.items() if k in TURNS_SCRIPT[i]} for i, e in enumerate(events)] == list(
         TURNS_SCRIPT[:count])
     assert status == session_status(numbered(TURNS_SCRIPT[:count]))
@@ -351,9 +352,9 @@ def test_a_killed_writer_leaves_what_it_appended_and_recovery_decides_from_it(tm
 def test_a_killed_writer_released_its_lock(tmp_path):
     path = tmp_path / "killed.jsonl"
     production.crash_and_recover(path, 3)
-    with JSONLTranscript(path) as transcript:  # the kill dropped the lock: a new writer may append
+    with DurableTranscript(path) as transcript:  # the kill dropped the lock: a new writer may append
         assert transcript.append(turn_end_event(1, turns.REASON_ERROR))["sequence"] == 4
-    assert session_status(JSONLTranscript(path).read_events()).state == turns.ERROR
+    assert session_status(DurableTranscript(path).read_events()).state == turns.ERROR
 
 
 def test_the_crash_lab_button_kills_a_writer_and_shows_the_decision(tmp_path):
@@ -364,13 +365,13 @@ def test_the_crash_lab_button_kills_a_writer_and_shows_the_decision(tmp_path):
     lab.button.click()
     assert lab.result.value != before
     assert "error" in lab.result.value and turns.RETRY_OR_ABANDON in lab.result.value
-    assert len(JSONLTranscript(path).read_events()) == 14
+    assert len(DurableTranscript(path).read_events()) == 14
     shown = lab.result.value
     lab.button.click()  # the same point again: the result still changes, so a click is never silent
-    assert lab.result.value != shown and len(JSONLTranscript(path).read_events()) == 14
+    assert lab.result.value != shown and len(DurableTranscript(path).read_events()) == 14
     lab.point.value = 2
     lab.button.click()  # a new crash starts a fresh transcript
-    assert len(JSONLTranscript(path).read_events()) == 2 and "running" in lab.result.value
+    assert len(DurableTranscript(path).read_events()) == 2 and "running" in lab.result.value
     assert "s09-main-control" in lab.button._dom_classes and "s09-result" in lab.result._dom_classes
 
 
@@ -439,13 +440,13 @@ def test_the_audit_lists_turns_without_a_summary(transcript):
 
 
 def test_turn_markers_mixed_into_an_agent_run_do_not_change_its_messages(tmp_path):
-    plain = JSONLTranscript(tmp_path / "plain.jsonl")
-    marked = JSONLTranscript(tmp_path / "marked.jsonl")
+    plain = DurableTranscript(tmp_path / "plain.jsonl")
+    marked = DurableTranscript(tmp_path / "marked.jsonl")
     run_agent(plain, MockLLM())
     start_turn(marked, 1)
     run_agent(marked, MockLLM())
     end_turn(marked, 1, turns.REASON_COMPLETE, DESIGN_TOKENS)
     plain.close()
     marked.close()
-    assert JSONLTranscript(marked.path).replay() == JSONLTranscript(plain.path).replay()
-    assert session_status(JSONLTranscript(marked.path).read_events()).decision == turns.NOTHING_TO_DO
+    assert DurableTranscript(marked.path).replay() == DurableTranscript(plain.path).replay()
+    assert session_status(DurableTranscript(marked.path).read_events()).decision == turns.NOTHING_TO_DO

@@ -16,8 +16,9 @@ import random
 import pytest
 
 from s09_jsonl_transcript import i18n
-from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, event_id_for, run_agent, ticking_clock
+from s09_jsonl_transcript.code import MockLLM, event_id_for, run_agent, ticking_clock
 from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.crash_lab import FlipPanel, KillPanel, flip_text, kill_verdict
 from s09_jsonl_transcript.lessons.memory_gate import MemoryGateForm, answer_html, ask_gate
 from s09_jsonl_transcript.lessons.replay_window import ReplayExplorer, window_entries, window_table
@@ -60,10 +61,10 @@ def press(caplog):
 def session(tmp_path):
     """The bug-fix session of notebooks 4 and 5, plus notebook 5's event of an unknown type."""
     path = tmp_path / "session-5.jsonl"
-    with JSONLTranscript(path, clock=ticking_clock()) as writer:
+    with DurableTranscript(path, clock=ticking_clock()) as writer:
         run_agent(writer, MockLLM())
         writer.append({"type": "progress", "content": "running the test suite: 100%"})
-    return JSONLTranscript(path)
+    return DurableTranscript(path)
 
 
 # --------------------------------------------------------------------------- notebook 4: Replay

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..code import JSONLTranscript, MockLLM, OsFileIO, ticking_clock
+from ..code import MockLLM, ticking_clock
+from ..lab import DurableTranscript, OsFileIO
 from .powerloss import SimulatedSyncFileIO
 
 
@@ -42,7 +43,7 @@ def _one_run(folder: Path, name: str, integrity: bool, appends: int, synced: boo
     path = folder / name
     events = MockLLM().script
     file_io = OsFileIO() if synced else SimulatedSyncFileIO()
-    with JSONLTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as transcript:
+    with DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as transcript:
         transcript.append(events[0])  # opens the file, takes the lock: not part of the cost per append
         started = time.perf_counter()
         for index in range(1, appends + 1):

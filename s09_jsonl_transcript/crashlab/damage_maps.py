@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..code import JSONLTranscript, MockLLM, run_agent, ticking_clock
+from ..code import MockLLM, run_agent, ticking_clock
 from ..damage import (
     CLEAN,
     CORRUPT,
@@ -30,6 +30,7 @@ from ..damage import (
     truncation_map,
     verdict,
 )
+from ..lab import DurableTranscript
 
 SHORTER = "shorter prefix (looks like an append that never happened)"
 LINE_EDITS = ("insert", "delete", "duplicate", "swap", "rewrite")
@@ -41,7 +42,7 @@ def write_sample(path, *, sessions: int = 2, integrity: bool = False) -> Path:
     path = Path(path)
     if path.exists():
         raise FileExistsError(f"{path} exists: the sample is always written to a new file")
-    with JSONLTranscript(path, integrity=integrity, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, integrity=integrity, clock=ticking_clock()) as transcript:
         for _ in range(sessions):
             run_agent(transcript, MockLLM())
     return path
@@ -124,7 +125,7 @@ def damage_campaign(*, integrity: bool, sessions: int = 2, masks=(0x01,),
     with tempfile.TemporaryDirectory(prefix="s09-damage-") as folder:
         path = write_sample(Path(folder) / "sample.jsonl", sessions=sessions, integrity=integrity)
         original = path.read_bytes()
-        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        reference = DurableTranscript(path, integrity=integrity).read_events()
         report = DamageReport(integrity, len(original), len(reference))
         report.truncations = [found.kind for found in truncation_map(path, integrity=integrity)]
         step()
@@ -161,6 +162,6 @@ def flipped_example(*, integrity: bool, offset: int, mask: int = 0x01) -> str:
     """The reader's verdict, in words, for one flipped bit of the one-session sample."""
     with tempfile.TemporaryDirectory(prefix="s09-flip-") as folder:
         path = write_sample(Path(folder) / "sample.jsonl", sessions=1, integrity=integrity)
-        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        reference = DurableTranscript(path, integrity=integrity).read_events()
         flip_byte(path, offset, mask)
         return str(verdict(path, reference, integrity=integrity))

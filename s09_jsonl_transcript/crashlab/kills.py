@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..code import JSONLTranscript, TranscriptCorruptionError, kill_child, start_child
+from ..code import TranscriptCorruptionError
 from ..damage import CLEAN, PARTIAL_TAIL
+from ..lab import DurableTranscript, kill_child, start_child
 from .workload import ALL_MODES, MODES, expected_event, tally
 
 ACCEPTABLE_VERDICTS = (CLEAN, PARTIAL_TAIL)
@@ -90,7 +91,7 @@ def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None, bool]:
 
 def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
     """What a fresh reader returns and its verdict; any error but corruption is named as foreign."""
-    reader = JSONLTranscript(path, integrity=integrity)
+    reader = DurableTranscript(path, integrity=integrity)
     try:
         read = reader.scan()
     except TranscriptCorruptionError as error:
@@ -103,9 +104,9 @@ def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
 def _resume_problem(path: Path, integrity: bool, recovered: int, mode: str) -> str | None:
     """Append the next event with a fresh writer and read back; say what failed, or None."""
     try:
-        with JSONLTranscript(path, integrity=integrity) as writer:
+        with DurableTranscript(path, integrity=integrity) as writer:
             writer.append(expected_event(recovered + 1, mode))
-        events = JSONLTranscript(path, integrity=integrity).read_events()
+        events = DurableTranscript(path, integrity=integrity).read_events()
     except Exception as error:  # noqa: BLE001 - any failure to continue is a finding
         return f"resume failed: {type(error).__name__}: {error}"
     if len(events) != recovered + 1 or not tally(events, [], mode).ok:

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..code import JSONLTranscript, OsFileIO, TranscriptCorruptionError, ticking_clock
+from ..code import TranscriptCorruptionError, ticking_clock
+from ..lab import DurableTranscript, OsFileIO
 from .workload import tally, workload_event
 
 # What a checked crash state turned out to be (anything else is a finding).
@@ -235,13 +236,13 @@ def record_workload(folder, *, integrity: bool = False, name: str = WORKLOAD_NAM
     file_io = RecordingFileIO()
     n = 1
     for round_sizes in ((1, 1, 3), (1, 2)):  # two writer lifetimes: the second reopens the file
-        with JSONLTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as writer:
+        with DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as writer:
             for size in round_sizes:
                 numbers = list(range(n, n + size))
                 writer.append_batch([workload_event(k) for k in numbers])
                 file_io.acknowledge(numbers)
                 n += size
-    return Recording(file_io.changes, JSONLTranscript(path, integrity=integrity).read_events(), integrity)
+    return Recording(file_io.changes, DurableTranscript(path, integrity=integrity).read_events(), integrity)
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,7 @@ def check_state(path, state: CrashState, reference: list, integrity: bool,
         return StateCheck("FINDING", text, state)
 
     try:
-        read = JSONLTranscript(path, integrity=integrity).scan()
+        read = DurableTranscript(path, integrity=integrity).scan()
     except TranscriptCorruptionError as error:
         if error.line_number is None or error.line_number <= needed:
             return finding(f"acknowledged event lost to corruption at line {error.line_number}: {error.reason}")
@@ -307,7 +308,7 @@ def check_state(path, state: CrashState, reference: list, integrity: bool,
 def _check_refusal(path: Path, state: CrashState, integrity: bool) -> StateCheck | None:
     """A damaged file must make a fresh writer refuse too, leaving the file as it was."""
     try:
-        with JSONLTranscript(path, integrity=integrity, file_io=SimulatedSyncFileIO()) as writer:
+        with DurableTranscript(path, integrity=integrity, file_io=SimulatedSyncFileIO()) as writer:
             writer.append(workload_event(1))
     except TranscriptCorruptionError:
         if path.read_bytes() != state.content:
@@ -321,9 +322,9 @@ def _check_refusal(path: Path, state: CrashState, integrity: bool) -> StateCheck
 def _continue_problem(path: Path, events: list, integrity: bool) -> str | None:
     """Append the next event with a fresh writer; say what went wrong, or None."""
     try:
-        with JSONLTranscript(path, integrity=integrity, file_io=SimulatedSyncFileIO()) as writer:
+        with DurableTranscript(path, integrity=integrity, file_io=SimulatedSyncFileIO()) as writer:
             writer.append(workload_event(len(events) + 1))
-        after = JSONLTranscript(path, integrity=integrity).read_events()
+        after = DurableTranscript(path, integrity=integrity).read_events()
     except Exception as error:  # noqa: BLE001
         return f"continuing the file failed: {type(error).__name__}: {error}"
     if after[:-1] != events or len(after) != len(events) + 1 or not tally(after, []).ok:
@@ -359,11 +360,11 @@ def _recovery_changes(folder: Path, state: CrashState, integrity: bool) -> tuple
     path = folder / "repair" / WORKLOAD_NAME  # the same name: the session id is the file's stem
     _write_state(path, state)
     file_io = RecordingFileIO()
-    events = JSONLTranscript(path, integrity=integrity).read_events()
-    with JSONLTranscript(path, integrity=integrity, file_io=file_io) as writer:
+    events = DurableTranscript(path, integrity=integrity).read_events()
+    with DurableTranscript(path, integrity=integrity, file_io=file_io) as writer:
         writer.append(workload_event(len(events) + 1))
         file_io.acknowledge([len(events) + 1])
-    return file_io.changes, JSONLTranscript(path, integrity=integrity).read_events()
+    return file_io.changes, DurableTranscript(path, integrity=integrity).read_events()
 
 
 def power_loss_campaign(*, integrity_modes=(False, True), every_byte: bool = True, repair_every_byte: bool = False,
@@ -372,7 +373,9 @@ def power_loss_campaign(*, integrity_modes=(False, True), every_byte: bool = Tru
 
     every_byte tears the workload's writes at every byte (False: a few edges only);
     repair_every_byte does the same for the writes of the repairs. progress(done, total)
-    is called once per first-level state.
+    is called after each first-level state and the repairs crashed from it: done counts
+    the states checked so far, total adds the first-level states still to come (their
+    repairs are not known yet), so at the end both are report.states.
     """
     report = PowerLossReport()
     with tempfile.TemporaryDirectory(prefix="s09-powerloss-", dir=root or _scratch_root()) as scratch:
@@ -389,7 +392,7 @@ def power_loss_campaign(*, integrity_modes=(False, True), every_byte: bool = Tru
             if check.repair_needed:
                 _crash_the_repair(folder, state, integrity, repair_every_byte, report, recording.commit_points)
             if progress is not None:
-                progress(done, len(work))
+                progress(report.states, report.states + len(work) - done)
     return report
 
 
@@ -413,14 +416,14 @@ def one_append_states(*, integrity: bool = False) -> tuple[bytes, bytes, list[tu
     """
     with tempfile.TemporaryDirectory(prefix="s09-one-append-", dir=_scratch_root()) as scratch:
         path = Path(scratch) / "recorded" / "one.jsonl"
-        with JSONLTranscript(path, integrity=integrity, clock=ticking_clock()) as writer:
+        with DurableTranscript(path, integrity=integrity, clock=ticking_clock()) as writer:
             writer.append(workload_event(1))
         before = path.read_bytes()
         file_io = RecordingFileIO()
-        with JSONLTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as writer:
+        with DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as writer:
             writer.append(workload_event(2))
             file_io.acknowledge([2])
-        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        reference = DurableTranscript(path, integrity=integrity).read_events()
         record = next(change.data for change in file_io.changes if change.kind == "write")
         rows = []
         for state in crash_states(file_io.changes, initial=before):

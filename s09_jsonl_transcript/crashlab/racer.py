@@ -15,7 +15,8 @@ from __future__ import annotations
 import sys
 import time
 
-from ..code import TYPE_MESSAGE, JSONLTranscript, TranscriptLockedError
+from ..code import TYPE_MESSAGE, TranscriptLockedError
+from ..lab import DurableTranscript
 
 RETRY_SECONDS = 0.001
 MAX_RETRIES = 20000  # about 20 s of waiting: a racer never waits forever
@@ -33,7 +34,7 @@ def _say(text: str) -> None:
 
 def hold(path: str, racer: int, events: int, integrity: bool) -> None:
     """Append every event with one writer, report, and hold the lock until told to exit."""
-    transcript = JSONLTranscript(path, integrity=integrity)
+    transcript = DurableTranscript(path, integrity=integrity)
     try:
         for index in range(events):
             transcript.append(racer_event(racer, index))
@@ -49,7 +50,7 @@ def handover(path: str, racer: int, events: int, integrity: bool) -> None:
     """Append events one writer at a time, waiting for the lock whenever another racer holds it."""
     written = retries = 0
     while written < events and retries <= MAX_RETRIES:
-        transcript = JSONLTranscript(path, integrity=integrity)
+        transcript = DurableTranscript(path, integrity=integrity)
         try:
             transcript.append(racer_event(racer, written))
             written += 1
@@ -63,7 +64,7 @@ def handover(path: str, racer: int, events: int, integrity: bool) -> None:
 
 
 def main(path: str, racer: str, events: str, integrity: str, mode: str) -> None:
-    """Entry point of the child process (code.start_child passes its arguments as strings)."""
+    """Entry point of the child process (lab.start_child passes its arguments as strings)."""
     _say("ready")
     sys.stdin.readline()  # "go"
     run = {"hold": hold, "handover": handover}[mode]

@@ -14,7 +14,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..code import JSONLTranscript, TranscriptCorruptionError, kill_child, start_child
+from ..code import TranscriptCorruptionError
+from ..lab import DurableTranscript, kill_child, start_child
 from .racer import racer_event
 
 SCENARIOS = ("one session", "taking turns", "own sessions")
@@ -64,7 +65,7 @@ def _race(paths: list[Path], events: int, integrity: bool, mode: str) -> list[st
 
 def _events_in(paths, integrity: bool) -> tuple[list[list[dict]], str | None]:
     try:
-        return [JSONLTranscript(path, integrity=integrity).read_events() for path in dict.fromkeys(paths)], None
+        return [DurableTranscript(path, integrity=integrity).read_events() for path in dict.fromkeys(paths)], None
     except TranscriptCorruptionError as error:
         return [], f"the file does not read back: {error}"
 

@@ -1,7 +1,7 @@
 """The child process the kill campaign shoots: it appends workload events until it is killed.
 
     python -m s09_jsonl_transcript.crashlab.victim FILE MODE SEED INTEGRITY
-    (the kill campaign starts it with code.start_child)
+    (the kill campaign starts it with lab.start_child)
 
 It prints "ready" once it is about to append, then the number n of every event whose
 append has returned, one per line, flushed at once: the parent counts only what it
@@ -28,7 +28,8 @@ import random
 import sys
 import threading
 
-from ..code import JSONLTranscript, OsFileIO, ticking_clock
+from ..code import ticking_clock
+from ..lab import DurableTranscript, OsFileIO
 from ..live import CommitRefused, SessionEventLog
 from .workload import ALL_MODES, part_id_of, stream_pieces, workload_event
 
@@ -68,7 +69,7 @@ def run(path: str, mode: str, seed: int, integrity: bool) -> None:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(ALL_MODES)}")
     rng = random.Random(seed)
     file_io = TearingFileIO()
-    transcript = JSONLTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io)
+    transcript = DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io)
     if mode == "stream":
         return _stream(SessionEventLog(transcript))
     if mode == "validated":
@@ -128,7 +129,7 @@ def _race_validated(log: SessionEventLog, seed: int) -> None:
         thread.join()
 
 
-def _tear_one_write(transcript: JSONLTranscript, file_io: TearingFileIO, rng: random.Random, n: int) -> int:
+def _tear_one_write(transcript: DurableTranscript, file_io: TearingFileIO, rng: random.Random, n: int) -> int:
     """Let one append be cut short, and return the number of the event to write next.
 
     An append that raised may still have put whole records of a batch on disk, so the
@@ -145,7 +146,7 @@ def _tear_one_write(transcript: JSONLTranscript, file_io: TearingFileIO, rng: ra
 
 
 def main(path: str, mode: str, seed: str, integrity: str) -> None:
-    """Entry point of the child process (code.start_child passes its arguments as strings)."""
+    """Entry point of the child process (lab.start_child passes its arguments as strings)."""
     run(path, mode, int(seed), integrity == "1")
 
 

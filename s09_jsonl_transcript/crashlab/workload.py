@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..code import BATCH_END_FIELD, CHAIN_FIELD, RESERVED_ENVELOPE_FIELDS, TYPE_MESSAGE
+from ..code import TYPE_MESSAGE
+from ..lab import BATCH_END_FIELD, CHAIN_FIELD, RESERVED_FIELDS
 
-_ENVELOPE = RESERVED_ENVELOPE_FIELDS | {CHAIN_FIELD}
+_ENVELOPE = RESERVED_FIELDS | {CHAIN_FIELD}
 MODES = ("append", "batch", "repair")  # how a crash-lab writer appends (see victim.py); kill_campaign's default
 LIVE_MODES = ("stream", "validated")  # through a live SessionEventLog (live.py)
 ALL_MODES = MODES + LIVE_MODES  # the full campaign (python -m s09_jsonl_transcript.crashlab kill)

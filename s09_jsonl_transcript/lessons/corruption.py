@@ -22,13 +22,8 @@ from IPython.display import HTML
 from matplotlib.patches import Patch
 
 from .. import damage, i18n
-from ..code import (
-    TYPE_FUNCTION_CALL,
-    TYPE_FUNCTION_CALL_RESULT,
-    JSONLTranscript,
-    TranscriptCorruptionError,
-    event_to_message,
-)
+from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TranscriptCorruptionError, event_to_message
+from ..lab import DurableTranscript
 from .display import html_table
 from .style import OKABE_ITO, VERDICT_COLORS, verdict_label
 
@@ -131,7 +126,7 @@ def skip_bad_lines_read(path) -> list[dict]:
     """What a reader that skips bad lines returns: every line that parses as a JSON object; the rest are dropped.
 
     This is the other possible design (resume from whatever can be read). It is here to be set beside
-    JSONLTranscript.read_events, which stops at the first damaged complete line.
+    DurableTranscript.read_events, which stops at the first damaged complete line.
     """
     events = []
     for raw in Path(path).read_bytes().split(b"\n"):
@@ -159,7 +154,7 @@ def skipping_recovery_report(path) -> str:
 def fail_closed_report(path) -> str:
     """What the lesson's reader says about the same file: a resumed session, or the damaged line and a stop."""
     try:
-        state = JSONLTranscript(path).recover()
+        state = DurableTranscript(path).recover()
     except TranscriptCorruptionError as error:
         return tr("stops: TranscriptCorruptionError at line {line}: {reason}", line=error.line_number,
                   reason=error.reason)
@@ -315,7 +310,7 @@ class DamageLab:
         self.pristine = self.path.read_bytes()
         if not self.pristine:
             raise ValueError(f"{self.path.name} is empty: write a few events before damaging it")
-        self.reference = JSONLTranscript(self.path, integrity=integrity).read_events()
+        self.reference = DurableTranscript(self.path, integrity=integrity).read_events()
         # The picker shows each damage's name in the language in use; its value is the English key.
         self.picker = widgets.Dropdown(options=[(damage_label(name), name) for name in DAMAGE_TOOLS],
                                        description=tr("Damage"))

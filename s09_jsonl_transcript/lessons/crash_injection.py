@@ -22,16 +22,9 @@ from IPython.display import HTML
 from matplotlib.figure import Figure
 
 from .. import i18n
-from ..code import (
-    JSONLTranscript,
-    MockLLM,
-    ReplayState,
-    crash_agent_in_child,
-    run_agent,
-    simulate_agent_crash,
-    ticking_clock,
-)
+from ..code import BUG_FIX_SCRIPT, MockLLM, ReplayState, run_agent, ticking_clock
 from ..crashlab import KillTrial, kill_campaign, kill_summary
+from ..lab import DurableTranscript, crash_agent_in_child, simulate_agent_crash
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png, html_table
 from .growth import display_width, pad
 from .style import OKABE_ITO
@@ -39,7 +32,7 @@ from .style import OKABE_ITO
 tr = i18n.translator("crash_injection")
 
 SIGKILL_AVAILABLE = hasattr(signal, "SIGKILL")
-SCRIPT_LENGTH = len(MockLLM())
+SCRIPT_LENGTH = len(BUG_FIX_SCRIPT)
 # The agent can be killed after 1 .. SCRIPT_LENGTH - 1 appends: a next record must exist to cut in half.
 KILL_POINTS = range(1, SCRIPT_LENGTH)
 
@@ -60,7 +53,7 @@ class CrashReport:
     acknowledged: tuple  # sequences whose append had returned before the kill
     complete_lines: int  # newline-terminated lines that survived
     partial_tail: bytes  # the bytes after the last newline: half of the record being written (b"" when none)
-    recovered: tuple  # sequences a fresh JSONLTranscript read back
+    recovered: tuple  # sequences a fresh DurableTranscript read back
     messages: int  # chat messages the fresh process rebuilt
     pending_calls: tuple  # callIds of tool calls the dead agent never answered
 
@@ -100,7 +93,7 @@ def crash_and_recover(path, kill_after: int, *, tear: bool = True) -> CrashRepor
     else:
         acknowledged = simulate_agent_crash(path, kill_after, tear, ticking=True)
     data = path.read_bytes()
-    survivor = JSONLTranscript(path)  # the replacement process: it only has the file
+    survivor = DurableTranscript(path)  # the replacement process: it only has the file
     state = survivor.recover()
     return CrashReport(
         file_name=path.name,
@@ -136,7 +129,7 @@ def intended_record(path, sequence: int) -> bytes:
     name (the name is the session id): the partial tail a crash leaves is the first half of it.
     """
     with tempfile.TemporaryDirectory() as scratch:
-        with JSONLTranscript(Path(scratch) / Path(path).name, clock=ticking_clock()) as transcript:
+        with DurableTranscript(Path(scratch) / Path(path).name, clock=ticking_clock()) as transcript:
             run_agent(transcript, MockLLM())
             return transcript.path.read_bytes().split(b"\n")[sequence - 1] + b"\n"
 
@@ -302,7 +295,7 @@ def continue_after_crash(path, content: str = "Please go on.") -> dict:
 
     Its first append cuts off a partial tail before writing, so the file is whole again.
     """
-    with JSONLTranscript(path, clock=ticking_clock()) as transcript:
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
         return transcript.append({"type": "message", "role": "user", "content": content})
 
 

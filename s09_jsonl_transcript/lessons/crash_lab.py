@@ -25,13 +25,13 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from .. import i18n
-from ..code import JSONLTranscript
 from ..crashlab.damage_maps import DamageReport, damage_rows, write_sample
 from ..crashlab.kills import KillTrial, kill_campaign, kill_summary
 from ..crashlab.powerloss import ABSENT, FAILS_CLOSED, FILLS, PREFIX_CLEAN, PREFIX_TORN, PowerLossReport
 from ..crashlab.races import RaceResult
 from ..crashlab.workload import MODES
 from ..damage import CORRUPT, VERDICT_KINDS, Verdict, flip_byte, verdict
+from ..lab import DurableTranscript
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import OKABE_ITO, VERDICT_COLORS, verdict_label
 
@@ -336,7 +336,7 @@ def flip_verdict(*, integrity: bool, offset: int, mask: int = 0x01) -> Verdict:
     with tempfile.TemporaryDirectory(prefix="s09-flip-") as folder:
         path = Path(folder) / "sample.jsonl"  # the sample's own name: the same session id
         path.write_bytes(sample_bytes(integrity=integrity))
-        reference = JSONLTranscript(path, integrity=integrity).read_events()
+        reference = DurableTranscript(path, integrity=integrity).read_events()
         flip_byte(path, offset, mask)
         return verdict(path, reference, integrity=integrity)
 

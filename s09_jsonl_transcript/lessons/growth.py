@@ -1,4 +1,4 @@
-"""Notebook 1, events on disk: step MockLLM through a JSONLTranscript and watch the file grow.
+"""Notebook 1, events on disk: step MockLLM through a DurableTranscript and watch the file grow.
 
 The stepper appends one event per call; the views read everything back from the file itself,
 so what the notebook shows is what a fresh process would find on disk. Also here: the picture of
@@ -25,8 +25,7 @@ from matplotlib.patches import FancyBboxPatch, Patch
 
 from .. import damage, i18n
 from ..code import (
-    BATCH_END_FIELD,
-    RESERVED_ENVELOPE_FIELDS,
+    BUG_FIX_SCRIPT,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
     TYPE_FILE_SNAPSHOT,
@@ -34,12 +33,12 @@ from ..code import (
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
     TYPE_REASONING,
-    JSONLTranscript,
     MockLLM,
     event_id_for,
     event_to_message,
     ticking_clock,
 )
+from ..lab import BATCH_END_FIELD, RESERVED_FIELDS, DurableTranscript
 from .corruption import verdict_text
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png, html_table
 from .style import EVENT_COLORS, OKABE_ITO
@@ -94,12 +93,12 @@ class EventStepper:
 
     def __init__(self, folder, session_id: str = "session-1"):
         self.path = Path(folder) / f"{session_id}.jsonl"
-        self.total = len(MockLLM())
+        self.total = len(BUG_FIX_SCRIPT)
         self.newest = None  # the envelope of the last append, or None before the first
         self._start_session()
 
     def _start_session(self) -> None:
-        self.transcript = JSONLTranscript(self.path, clock=ticking_clock())
+        self.transcript = DurableTranscript(self.path, clock=ticking_clock())
         self.llm = MockLLM()
         self.newest = None
 
@@ -167,7 +166,7 @@ def growth_of(path) -> list[LineGrowth]:
 
     A partial tail (bytes after the last newline) is not counted: no append wrote it completely.
     """
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     raw_lines = Path(path).read_bytes().split(b"\n")[:-1] if Path(path).exists() else []
     growth, size = [], 0
     for number, (event, raw) in enumerate(zip(events, raw_lines), start=1):
@@ -208,7 +207,7 @@ def envelope_html(record: dict | None) -> str:
         f"<td style='text-align:left'>{meaning}</td></tr>"
         for name, meaning in envelope_field_meanings().items()
     )
-    payload = {key: value for key, value in record.items() if key not in RESERVED_ENVELOPE_FIELDS}
+    payload = {key: value for key, value in record.items() if key not in RESERVED_FIELDS}
     rows += (f"<tr><td>{tr('the event')}</td><td colspan='2' style='text-align:left'>"
              f"<code>{html.escape(_shorten(repr(payload), 110))}</code></td></tr>")
     return (f"<table><tr><th>{tr('field')}</th><th>{tr('value')}</th>"
@@ -223,10 +222,10 @@ def appended_text(record: dict) -> str:
 
 def complete_lines_text(path) -> str:
     """How many complete lines a fresh reader finds in the file."""
-    return tr("complete lines: {count}", count=JSONLTranscript(path).count_lines())
+    return tr("complete lines: {count}", count=DurableTranscript(path).count_lines())
 
 
-def read_back_text(transcript: JSONLTranscript) -> str:
+def read_back_text(transcript: DurableTranscript) -> str:
     """What a transcript that never saw the agent reads back: its complete lines and the type of each event."""
     return "\n".join([complete_lines_text(transcript.path),
                       tr("event types:    {types}", types=[event["type"] for event in transcript.read_events()])])
@@ -256,7 +255,7 @@ def write_newer_schema_record(path, event: dict) -> dict:
     append refuses to write envelope fields, so the line is written directly. Returns the record.
     """
     path = Path(path)
-    scanned = JSONLTranscript(path).scan()
+    scanned = DurableTranscript(path).scan()
     sequence = scanned.last_sequence + 1
     record = {"schema_version": SCHEMA_VERSION + 1, "sequence": sequence,
               "event_id": event_id_for(path.stem, sequence), "session_id": path.stem,
@@ -270,7 +269,7 @@ def tool_call_lines(path) -> list[str]:
     """The tool calls of a transcript as compact JSON (sequence, name, arguments): what the notebook's jq prints."""
     return [json.dumps({"sequence": event["sequence"], "name": event["name"], "arguments": event["arguments"]},
                        separators=(",", ":"))
-            for event in JSONLTranscript(path).read_events() if event["type"] == TYPE_FUNCTION_CALL]
+            for event in DurableTranscript(path).read_events() if event["type"] == TYPE_FUNCTION_CALL]
 
 
 def jq_fallback_text(path) -> str:
@@ -282,7 +281,7 @@ def same_events_text(copy, events: list[dict], start) -> str:
     """Whether a copy of a transcript (path shown relative to start) reads back exactly these events."""
     name = Path(copy).relative_to(start).as_posix()
     return tr("{name} reads back the same events: {same}", name=name,
-              same=JSONLTranscript(copy).read_events() == events)
+              same=DurableTranscript(copy).read_events() == events)
 
 
 def reader_verdict_text(path, start) -> str:
@@ -453,11 +452,11 @@ def not_recorded() -> str:
     return tr("not recorded")
 
 
-def save_final_answer_only(events: list[dict], path) -> JSONLTranscript:
+def save_final_answer_only(events: list[dict], path) -> DurableTranscript:
     """Write, to a new transcript at path, only the session's last assistant message (the mistake)."""
     final = [event for event in events if event["type"] == TYPE_MESSAGE and event["role"] == "assistant"][-1]
-    payload = {key: value for key, value in final.items() if key not in RESERVED_ENVELOPE_FIELDS}
-    transcript = JSONLTranscript.create(path, clock=ticking_clock())
+    payload = {key: value for key, value in final.items() if key not in RESERVED_FIELDS}
+    transcript = DurableTranscript.create(path, clock=ticking_clock())
     with transcript:
         transcript.append(payload)
     return transcript

@@ -2,7 +2,7 @@
 reconnects, validated appends, timeouts, and the session state machine drawn.
 
 Everything here calls live.py (SessionEventLog), timeouts.py and turns.py; the crash runs a real
-child process started with code.start_child and killed with code.kill_child.
+child process started with lab.start_child and killed with lab.kill_child.
 
 Every sentence a student reads (printed, in a widget, in a plot) comes from here, in the language
 chosen in the notebook's first cell (locale/zh/live_session.json holds the Chinese). What the
@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 from .. import i18n, turns
-from ..code import JSONLTranscript, kill_child, start_child
+from ..lab import DurableTranscript, kill_child, start_child
 from ..live import CommitRefused, SessionEventLog, is_delta
 from ..timeouts import ManualClock
 from ..turns import (
@@ -228,7 +228,7 @@ def crash_mid_stream(path, deltas: int = 6) -> StreamCrash:
         errors = kill_child(child)[1]
     if not received:
         raise RuntimeError(f"the writer died before it streamed: {errors.strip()[-300:]}")
-    events = JSONLTranscript(path).read_events()
+    events = DurableTranscript(path).read_events()
     return StreamCrash(
         client_committed=tuple(item["committed"]["sequence"] for item in received if "committed" in item),
         client_deltas=tuple(item["delta"]["text"] for item in received if "delta" in item),

@@ -1,7 +1,7 @@
 """Notebook 5 (the memory candidate gate): what select_memory_candidate allows and refuses, and a form
 that submits one event id, a summary and a reason to it.
 
-The gate is JSONLTranscript.select_memory_candidate; this module only calls it and shows its answer.
+The gate is DurableTranscript.select_memory_candidate; this module only calls it and shows its answer.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import ipywidgets as widgets
 from .. import i18n
 from ..code import (
     MEMORY_ELIGIBLE_EVENT_TYPES,
-    JSONLTranscript,
     MemorySelectionError,
     TranscriptCorruptionError,
     TranscriptMemoryCandidate,
     event_id_for,
 )
+from ..lab import DurableTranscript
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .replay_window import plot_window
 from .style import OKABE_ITO
@@ -29,7 +29,7 @@ from .style import OKABE_ITO
 tr = i18n.translator("memory_gate")
 
 
-def ask_gate(transcript: JSONLTranscript, event_id, summary, reason):
+def ask_gate(transcript: DurableTranscript, event_id, summary, reason):
     """The candidate the gate returns for this selection, or the error it raises.
 
     The error is a MemorySelectionError for a refused selection, or a TranscriptCorruptionError when
@@ -77,7 +77,7 @@ def eligible_types_text(events: list[dict]) -> str:
               types=sorted(MEMORY_ELIGIBLE_EVENT_TYPES))
 
 
-def event_type_rows(transcript: JSONLTranscript, summary: str, reason: str) -> list[tuple]:
+def event_type_rows(transcript: DurableTranscript, summary: str, reason: str) -> list[tuple]:
     """One row per event type in the transcript (its first event): type, event id, verdict, detail."""
     first_of_type = {}
     for event in transcript.read_events():
@@ -86,13 +86,13 @@ def event_type_rows(transcript: JSONLTranscript, summary: str, reason: str) -> l
             for event_type, event in first_of_type.items()]
 
 
-def event_type_table(transcript: JSONLTranscript, summary: str, reason: str):
+def event_type_table(transcript: DurableTranscript, summary: str, reason: str):
     """event_type_rows as a table."""
     return html_table([tr("event type"), tr("event id"), tr("gate"), tr("candidate or refusal")],
                       event_type_rows(transcript, summary, reason))
 
 
-def selection_rows(transcript: JSONLTranscript, selections) -> list[tuple]:
+def selection_rows(transcript: DurableTranscript, selections) -> list[tuple]:
     """One row per (label, event_id, summary, reason) selection: label, event id, verdict, detail."""
     return [(label, repr(event_id), *describe_answer(ask_gate(transcript, event_id, summary, reason)))
             for label, event_id, summary, reason in selections]
@@ -114,7 +114,7 @@ def example_selections(session_id: str) -> list[tuple]:
     ]
 
 
-def selection_table(transcript: JSONLTranscript, selections):
+def selection_table(transcript: DurableTranscript, selections):
     """selection_rows as a table."""
     return html_table([tr("selection"), tr("event id"), tr("gate"), tr("candidate or refusal")],
                       selection_rows(transcript, selections))
@@ -187,7 +187,7 @@ class MemoryGateForm:
     `submit` is a plain method: call it directly. The form never changes the transcript.
     """
 
-    def __init__(self, transcript: JSONLTranscript):
+    def __init__(self, transcript: DurableTranscript):
         self.transcript = transcript
         self.submissions = 0
         self.answer = None  # the gate's last answer: a candidate or the error that refused the selection

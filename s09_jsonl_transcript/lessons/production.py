@@ -28,17 +28,8 @@ import ipywidgets as widgets
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import bench, i18n
-from ..code import (
-    TYPE_FUNCTION_CALL,
-    TYPE_FUNCTION_CALL_RESULT,
-    TYPE_MESSAGE,
-    JSONLTranscript,
-    MockLLM,
-    kill_child,
-    run_agent,
-    start_child,
-    ticking_clock,
-)
+from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, MockLLM, run_agent, ticking_clock
+from ..lab import DurableTranscript, kill_child, start_child
 from ..turns import (
     DEPARTURES,
     RUNNING,
@@ -85,8 +76,8 @@ def measure_write_costs(folder, *, rounds: int = 60, per_round: int = 1, batch_s
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    transcript = JSONLTranscript(folder / "append.jsonl")
-    batched = JSONLTranscript(folder / "batches.jsonl")
+    transcript = DurableTranscript(folder / "append.jsonl")
+    batched = DurableTranscript(folder / "batches.jsonl")
     bare, unsynced = bench.BareLog(folder / "bare.jsonl"), bench.BareLog(folder / "unsynced.jsonl")
     databases = {mode: bench.SqliteLog(folder / f"{mode}.sqlite3", mode) for mode in ("FULL", "NORMAL")}
     events = [bench.synthetic_event(n, text_bytes) for n in range(max(per_round, *batch_sizes))]
@@ -141,8 +132,8 @@ def measure_read_costs(folder, sizes=(1_000, 4_000, 16_000), *, rounds: int = 5,
     for size in sizes:
         path = folder / f"read-{size}.jsonl"
         bench.write_bulk_transcript(path, size, text_bytes)
-        costs[size] = bench.interleaved({"replay": lambda: bench.timed(lambda: JSONLTranscript(path).replay(window)),
-                                         "recover": lambda: bench.timed(JSONLTranscript(path).recover)},
+        costs[size] = bench.interleaved({"replay": lambda: bench.timed(lambda: DurableTranscript(path).replay(window)),
+                                         "recover": lambda: bench.timed(DurableTranscript(path).recover)},
                                         rounds, alternate=True)
     return costs
 
@@ -373,12 +364,12 @@ def sqlite_summary(samples: dict) -> str:
 # --------------------------------------------------------------------------- a root for the index
 
 
-def build_sample_root(root) -> list[JSONLTranscript]:
+def build_sample_root(root) -> list[DurableTranscript]:
     """Write three sessions under root/projects: MockLLM's bug fix, the turns script, and a short chat."""
     clock = ticking_clock()
-    bug_fix = JSONLTranscript.for_session(root, "calc", "bug-fix", clock=clock)
-    turns = JSONLTranscript.for_session(root, "calc", "with-turns", clock=clock)
-    chat = JSONLTranscript.for_session(root, "notes", "chat", clock=clock)
+    bug_fix = DurableTranscript.for_session(root, "calc", "bug-fix", clock=clock)
+    turns = DurableTranscript.for_session(root, "calc", "with-turns", clock=clock)
+    chat = DurableTranscript.for_session(root, "notes", "chat", clock=clock)
     with bug_fix, turns, chat:
         run_agent(bug_fix, MockLLM())
         turns.append_batch(TURNS_SCRIPT)
@@ -569,7 +560,7 @@ def departure_texts() -> dict[str, str]:
 
 def turns_writer_child(path: str, count: str) -> None:
     """Body of the child process: append the first count events of TURNS_SCRIPT, then wait to be killed."""
-    transcript = JSONLTranscript(path, clock=ticking_clock())
+    transcript = DurableTranscript(path, clock=ticking_clock())
     for event in TURNS_SCRIPT[: int(count)]:
         transcript.append(event)
     print("appended", flush=True)
@@ -601,7 +592,7 @@ def crash_and_plan(path, count: int) -> RecoveryPlan:
     """Start a fresh transcript at path, crash a writer after count events, and plan from what a new process reads."""
     Path(path).unlink(missing_ok=True)
     crash_writer_after(path, count)
-    return recovery_plan(JSONLTranscript(path).read_events())
+    return recovery_plan(DurableTranscript(path).read_events())
 
 
 def crash_text(crash_number: int, count: int, plan: RecoveryPlan) -> str:

@@ -32,13 +32,10 @@ from ..code import (
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
     TYPE_REASONING,
-    JSONLTranscript,
-    OsFileIO,
-    crash_agent_in_child,
     event_to_message,
-    simulate_agent_crash,
     ticking_clock,
 )
+from ..lab import DurableTranscript, OsFileIO, crash_agent_in_child, simulate_agent_crash
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import EVENT_COLORS, OKABE_ITO
 
@@ -82,7 +79,7 @@ class WindowEntry:
     fate: str  # SENT, METADATA, ORPHAN or OUTSIDE
 
 
-def window_entries(transcript: JSONLTranscript, max_items: int) -> list[WindowEntry]:
+def window_entries(transcript: DurableTranscript, max_items: int) -> list[WindowEntry]:
     """Every event with its fate under replay(max_items), worked out from what replay returned."""
     events = transcript.read_events()
     messages = iter(transcript.replay(max_items))
@@ -140,7 +137,7 @@ def orphan_summary(entries: list[WindowEntry], messages: list[dict]) -> str:
     ])
 
 
-def window_start(transcript: JSONLTranscript, max_items: int) -> str:
+def window_start(transcript: DurableTranscript, max_items: int) -> str:
     """Where replay(max_items)'s window starts, what became of that first event, and how many messages it sends."""
     inside = [entry for entry in window_entries(transcript, max_items) if entry.fate != OUTSIDE]
     if not inside:
@@ -170,7 +167,7 @@ def _call_ids(calls) -> str:
     return ", ".join(f"{call['callId']} ({call['name']})" for call in calls) or tr("none")
 
 
-def recovery_rows(transcript: JSONLTranscript, max_items: int) -> list[tuple]:
+def recovery_rows(transcript: DurableTranscript, max_items: int) -> list[tuple]:
     """What replay_state(max_items) and recover(max_items) rebuild, field by field, side by side."""
     tail = transcript.replay_state(max_items)
     full = transcript.recover(max_items)
@@ -186,7 +183,7 @@ def recovery_rows(transcript: JSONLTranscript, max_items: int) -> list[tuple]:
     ]
 
 
-def recovery_table(transcript: JSONLTranscript, max_items: int):
+def recovery_table(transcript: DurableTranscript, max_items: int):
     """recovery_rows as a table: the field, what the tail read rebuilds, what the whole-file read rebuilds."""
     return html_table([tr("field"), tr("replay_state({max_items}): the tail only", max_items=max_items),
                        tr("recover({max_items}): the whole file", max_items=max_items)],
@@ -251,11 +248,11 @@ def measure_read_costs(path, lengths, *, window: int = SESSION_MAX_ITEMS, repeat
         raise ValueError(f"{Path(path).name} already exists: measure_read_costs grows a new transcript")
     script = itertools.cycle(BUG_FIX_SCRIPT)
     costs, written = [], 0
-    with JSONLTranscript(path, clock=ticking_clock()) as writer:
+    with DurableTranscript(path, clock=ticking_clock()) as writer:
         for length in lengths:
             writer.append_batch(next(script) for _ in range(length - written))
             written = length
-            reader = JSONLTranscript(path)
+            reader = DurableTranscript(path)
             size = Path(path).stat().st_size
             costs.append(ReadCost(
                 events=length,
@@ -318,16 +315,16 @@ def typical_rounds(count: int, *, seed: int = 0, first: int = 1) -> list[list[di
     return [typical_round(number, rng) for number in range(first, first + count)]
 
 
-def write_session(path, rounds: Iterable[list[dict]]) -> JSONLTranscript:
+def write_session(path, rounds: Iterable[list[dict]]) -> DurableTranscript:
     """Write the rounds' events to a new transcript at path, one append per event; return a reader.
 
     The appends skip fsync (UnsyncedFileIO) so that thousands of events take a moment.
     """
-    with JSONLTranscript.create(path, clock=ticking_clock(), file_io=UnsyncedFileIO()) as writer:
+    with DurableTranscript.create(path, clock=ticking_clock(), file_io=UnsyncedFileIO()) as writer:
         for events in rounds:
             for event in events:
                 writer.append(event)
-    return JSONLTranscript(path)
+    return DurableTranscript(path)
 
 
 def _is_user_message(event: dict) -> bool:
@@ -348,7 +345,7 @@ class WindowReport:
     window_bytes: int  # bytes of the window's records
 
 
-def window_report(transcript: JSONLTranscript, max_items: int = SESSION_MAX_ITEMS) -> WindowReport:
+def window_report(transcript: DurableTranscript, max_items: int = SESSION_MAX_ITEMS) -> WindowReport:
     """replay(max_items) on this transcript in numbers, from read_recent and replay_state."""
     recent = transcript.read_recent(max_items)
     size = transcript.path.stat().st_size
@@ -394,7 +391,7 @@ class Page:
     cursor: int  # byte offset of the page's first record: pass it as `before` to read the page in front
 
 
-def pages_back(transcript: JSONLTranscript, page_size: int, pages: int) -> list[Page]:
+def pages_back(transcript: DurableTranscript, page_size: int, pages: int) -> list[Page]:
     """The newest `pages` pages of page_size records, newest first, as a user scrolling back would load them."""
     result, before = [], None
     end = transcript.path.stat().st_size
@@ -508,7 +505,7 @@ def large_output_sessions(folder, output: str, *, before: int = 120, after: int 
     return sessions, f"call_{before + 1}_1"
 
 
-def result_event(transcript: JSONLTranscript, call_id: str) -> dict:
+def result_event(transcript: DurableTranscript, call_id: str) -> dict:
     """The function_call_result event answering call_id."""
     return next(event for event in transcript.read_events()
                 if event["type"] == TYPE_FUNCTION_CALL_RESULT and event["callId"] == call_id)
@@ -519,7 +516,7 @@ def artifact_matches_its_name(path) -> bool:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest() == Path(path).stem
 
 
-def events_until_out_of_window(transcript: JSONLTranscript, sequence: int, max_items: int = SESSION_MAX_ITEMS) -> int:
+def events_until_out_of_window(transcript: DurableTranscript, sequence: int, max_items: int = SESSION_MAX_ITEMS) -> int:
     """How many more events can be appended before the event at sequence leaves replay(max_items)'s window."""
     newer = transcript.replay_state(0).total_events - sequence
     return max(max_items - newer, 0)
@@ -549,7 +546,7 @@ def prompt_table(transcripts: dict, call_id: str, max_items: int = SESSION_MAX_I
                       prompt_rows(transcripts, call_id, max_items))
 
 
-def log_in_window_text(transcript: JSONLTranscript, call_id: str, max_items: int = SESSION_MAX_ITEMS) -> str:
+def log_in_window_text(transcript: DurableTranscript, call_id: str, max_items: int = SESSION_MAX_ITEMS) -> str:
     """Where call_id's result sits in the transcript, and how long replay(max_items) keeps sending it."""
     result = result_event(transcript, call_id)
     return tr("build.log's result is event {sequence} of {total}; replay({max_items}) sends it until {more} more "
@@ -558,7 +555,7 @@ def log_in_window_text(transcript: JSONLTranscript, call_id: str, max_items: int
               more=f"{events_until_out_of_window(transcript, result['sequence'], max_items):,}")
 
 
-def pointer_recorded_text(transcript: JSONLTranscript, call_id: str) -> str:
+def pointer_recorded_text(transcript: DurableTranscript, call_id: str) -> str:
     """What the pointer session recorded as call_id's result (the recorded text itself is not translated)."""
     return tr("what the pointer session recorded instead:") + "\n" + result_event(transcript, call_id)["output"]
 
@@ -670,7 +667,7 @@ class ReplayExplorer:
     plain method: call it directly.
     """
 
-    def __init__(self, transcript: JSONLTranscript, max_items: int = 5):
+    def __init__(self, transcript: DurableTranscript, max_items: int = 5):
         self.transcript = transcript
         self.presses = 0
         total = len(transcript.read_events())
