@@ -9,10 +9,11 @@ the writer) with a busy timeout (a writer waits that long for another, then give
 
     python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] [--user-db FILE] sync
     python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] [--user-db FILE] sessions
+    python -m s09_jsonl_transcript.index [--root DIR] unfinished
     python -m s09_jsonl_transcript.index [--root DIR] [--db FILE] search TEXT [--limit N]
     python -m s09_jsonl_transcript.index [--root DIR] [--user-db FILE] rename WORKSPACE SESSION TITLE
 
-Transcripts live where DurableTranscript.for_session puts them: ROOT/projects/<workspace>/<session>.jsonl.
+Transcripts live where JSONLTranscript.for_session puts them: ROOT/projects/<workspace>/<session>.jsonl.
 The index defaults to ROOT/index.sqlite3, the user's titles to ROOT/user-titles.sqlite3.
 
 What format_sessions, format_hits and a SyncReport say is in the language in use (i18n.use; the
@@ -32,6 +33,7 @@ from pathlib import Path
 from . import i18n
 from .code import TYPE_AI_TITLE, TYPE_MESSAGE, TranscriptCorruptionError
 from .lab import DurableTranscript
+from .turns import SessionStatus, materialize, session_status
 
 INDEX_SCHEMA_VERSION = 2  # 2: renamed titles moved out of the index into the user's own database
 DEFAULT_DB_NAME = "index.sqlite3"
@@ -186,21 +188,23 @@ def read_session(path, workspace: str) -> SessionDigest:
     Only what the user and the assistant said is searchable (SEARCHABLE_ROLES).
 
     A damaged transcript gives a row that names the damage and no messages: the index never
-    serves text from a file the reader refuses.
+    serves text from a file the reader refuses. Rewind markers are applied first
+    (turns.materialize): a rewound message is neither counted nor found; last_sequence is the file's.
     """
     path = Path(path)
     stat = path.stat()  # before reading: a file that grows meanwhile looks changed at the next sync
     transcript = DurableTranscript(path)
     try:
-        events = transcript.read_events()
+        raw = transcript.read_events()
     except TranscriptCorruptionError as error:
         row = SessionRow(workspace, transcript.session_id, None, 0, 0, None, stat.st_size, stat.st_mtime_ns,
                          problem=f"line {error.line_number}: {error.reason}")
         return SessionDigest(row, [])
+    events = materialize(raw)
     titles = [event["title"] for event in events if event["type"] == TYPE_AI_TITLE]
     messages = [MessageText(event["sequence"], event["role"], text) for event in events
                 if event.get("role") in SEARCHABLE_ROLES and (text := message_text(event)) is not None]
-    last = events[-1] if events else {}
+    last = raw[-1] if raw else {}
     row = SessionRow(workspace, transcript.session_id, titles[-1] if titles else None, len(events),
                      last.get("sequence", 0), last.get("recorded_at"), stat.st_size, stat.st_mtime_ns)
     return SessionDigest(row, messages)
@@ -212,6 +216,38 @@ def find_transcripts(root) -> list[tuple[str, str, Path]]:
     for path in sorted(Path(root, "projects").glob("*/*.jsonl")):
         if path.is_file():
             found.append((path.parent.name, path.stem, path))
+    return found
+
+
+@dataclass(frozen=True)
+class UnfinishedSession:
+    """A session whose transcript has a turn that started and never ended (or that cannot be read)."""
+
+    workspace: str
+    session_id: str
+    path: Path
+    status: SessionStatus | None  # None when the transcript is damaged
+    problem: str | None = None
+
+
+def unfinished_sessions(root) -> list[UnfinishedSession]:
+    """Every session under root/projects with an unfinished turn: step 1 of the design's recovery flow.
+
+    A harness starting up reads each transcript (rewind markers applied) and lists those whose
+    state machine has an open turn; a damaged transcript is listed too, with its problem, since
+    nobody can tell whether its last turn ended. Reads the JSONL, never the index: the index may be
+    behind the files.
+    """
+    found = []
+    for workspace, session_id, path in find_transcripts(root):
+        try:
+            status = session_status(DurableTranscript(path).read_events())
+        except TranscriptCorruptionError as error:
+            found.append(UnfinishedSession(workspace, session_id, path, None,
+                                           f"line {error.line_number}: {error.reason}"))
+            continue
+        if status.open_turn is not None:
+            found.append(UnfinishedSession(workspace, session_id, path, status))
     return found
 
 
@@ -514,6 +550,17 @@ def format_hits(answer: Answer) -> str:
     return "\n".join(lines) if lines else tr("no hits")
 
 
+def format_unfinished(found: list[UnfinishedSession]) -> str:
+    """The sessions with an unfinished turn, one per line, with what a fresh process must do."""
+    lines = []
+    for session in found:
+        detail = (tr("DAMAGED: {problem}", problem=session.problem) if session.status is None else
+                  tr("turn {turn} never ended ({state}): {decision}", turn=session.status.open_turn,
+                     state=session.status.state, decision=session.status.decision))
+        lines.append(f"{session.workspace}/{session.session_id}  [{detail}]")
+    return "\n".join(lines) if lines else tr("no session has an unfinished turn")
+
+
 def main(argv=None) -> int:
     """The index's command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m s09_jsonl_transcript.index",
@@ -525,6 +572,7 @@ def main(argv=None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("sync", help="read new and changed transcripts into the index")
     commands.add_parser("sessions", help="list the sessions")
+    commands.add_parser("unfinished", help="list the sessions with a turn that never ended (read from the JSONL)")
     search = commands.add_parser("search", help="find user and assistant messages containing TEXT (any case)")
     search.add_argument("text")
     search.add_argument("--limit", type=int, default=DEFAULT_SEARCH_LIMIT, help="at most this many hits")
@@ -539,6 +587,8 @@ def main(argv=None) -> int:
             print(index.sync())
         elif args.command == "sessions":
             print(format_sessions(index.sessions()))
+        elif args.command == "unfinished":
+            print(format_unfinished(unfinished_sessions(args.root)))
         elif args.command == "search":
             print(format_hits(index.search(args.text, limit=args.limit)))
         else:

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Iterable
 
-from .code import SCHEMA_VERSION, TYPE_AI_TITLE, TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE
+from .code import (
+    SCHEMA_VERSION,
+    TYPE_AI_TITLE,
+    TYPE_FILE_SNAPSHOT,
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    TYPE_MESSAGE,
+    TYPE_REASONING,
+)
 from .lab import DurableTranscript
 
 TYPE_TURN_START = "turn_start"
@@ -37,6 +45,20 @@ TYPE_RESUME = "resume_command"
 TYPE_RETRY = "retry_command"
 TYPE_TIMEOUT = "timeout"
 COMMAND_TYPES = (TYPE_PAUSE, TYPE_RESUME, TYPE_RETRY)
+# Events of the live log (live.py): what they mean is said where they are written.
+TYPE_PART_START = "part_start"  # a stream of the open turn began; its final part carries the same part_id
+TYPE_REWIND = "rewind"  # every projection drops the events after to_sequence that came before this marker
+TYPE_HANDOFF = "handoff"  # a token-budget handoff: committed (it takes a sequence), hidden from clients
+TYPE_PERMISSION = "permission_decision"  # who allowed or denied a tool call, and why (the audit lists them)
+TYPE_MIGRATED = "session_migrated"  # this copy of the session moved to another harness: no more commits here
+TYPE_FORKED = "session_forked"  # the last event of a fork: which session and sequence it was copied from
+LIVE_TYPES = (TYPE_PART_START, TYPE_REWIND, TYPE_HANDOFF, TYPE_PERMISSION, TYPE_MIGRATED, TYPE_FORKED)
+PERMISSION_DECISIONS = ("allow", "deny")
+# Every event type the kit understands: the lesson's six, the turn markers and commands, the live log's.
+# A recovery plan treats any other type as an effect it cannot rule out (production.recovery_plan).
+KNOWN_EVENT_TYPES = frozenset({TYPE_MESSAGE, TYPE_REASONING, TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT,
+                               TYPE_FILE_SNAPSHOT, TYPE_AI_TITLE, TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT,
+                               *COMMAND_TYPES, *LIVE_TYPES})
 
 # Why a turn started (the "reason" of turn_start).
 START_USER = "user_initiated"  # the user sent a message (the design's example)
@@ -128,8 +150,9 @@ DECISION_AFTER_IDLE = {  # idle: by how the last turn ended
     REASON_COMPACTION_TRIGGER: COMPACT_THEN_CONTINUE,
 }
 
-# Where the kit departs from seed 002 (the session-as-WAL design), and why. tests/test_turns.py
-# has a test per row; the README prints the table.
+# Where the kit departs from seeds 002 (the session-as-WAL design) and 003 (the production event log),
+# and why. tests/test_seed_rows.py drives every row of both seeds' tables through the kit and matches
+# each row it does not implement as written to a row here; docs/production.md prints the table.
 DEPARTURES = (
     {"topic": "event names",
      "design": "user_message, assistant_text, tool_use, tool_result; uuid and timestamp on each",
@@ -162,7 +185,145 @@ DEPARTURES = (
      "design": "force the turn to complete and send the user a message",
      "kit": "a timeout event, an assistant message telling the user, turn_end(complete); a further call is refused",
      "why": "the notice is written by the agent to the user: a message with role user would read as the user speaking"},
+    {"topic": "resume versus re-run",
+     "design": "recovery: no turn_end means the last turn is unfinished: run it again",
+     "kit": "the unfinished turn is resumed after its last event; a pending call that changed the world is repeated "
+            "only under an idempotency key, or the user is asked; an event the kit does not understand is never "
+            "called harmless",
+     "why": "running a turn again repeats its tool calls: a file written or a payment made would happen twice"},
+    {"topic": "immutable",
+     "design": "file permissions + checksum",
+     "kit": "append-only by the API (no call rewrites a line); the file stays writable (mode 0600); the hash "
+            "chain (integrity=True) is optional",
+     "why": "the writer must append to it; the chain detects a changed line, permissions would not stop its owner"},
+    {"topic": "idempotent events",
+     "design": "events are idempotent by uuid; a uuid set deduplicates writes",
+     "kit": "the envelope's event_id (transcript:<session>:<sequence>) names each event; append does not "
+            "deduplicate; importing seed 002's own format deduplicates on uuid (the importers)",
+     "why": "one writer gives every event its sequence: an append is written once or not at all"},
+    {"topic": "JSON Schema",
+     "design": "events defined by a JSON Schema",
+     "kit": "the envelope and the required fields are checked in code: append and the reader refuse what does not fit",
+     "why": "one implementation and its tests are the definition; a schema file would be a second one to keep in step"},
+    {"topic": "session file names",
+     "design": "a UUID assigned at creation is the file name",
+     "kit": "the caller names the session (for_session); creating one refuses a name that exists",
+     "why": "exclusive creation already makes a name unique; tests and notebooks need names that do not change"},
+    {"topic": "flush after each write",
+     "design": "open the file in mode a, flush after each write",
+     "kit": "one os.write of whole records on an O_APPEND descriptor, then fsync, per commit",
+     "why": "flush reaches the operating system, not the disk: only fsync makes a commit survive a power loss"},
+    {"topic": "tool_timeout",
+     "design": "interrupt the tool call, return an error result, go on with the turn",
+     "kit": "the timeout and the error result are recorded and the turn goes on; the tool itself is not stopped",
+     "why": "the kit has no tool runtime to interrupt: it records what the runtime must do"},
+    {"topic": "releasing resources",
+     "design": "session_idle_timeout and session_max_duration release the session's resources",
+     "kit": "the session is recorded as expired; its owner closes the log (the writer, the watchdog) and "
+            "archive_expired moves the file",
+     "why": "the log cannot know which resources its owner holds"},
+    {"topic": "archive",
+     "design": "expired sessions are archived into sessions/",
+     "kit": "archive_expired moves them into <project>/archive/, never rewriting them",
+     "why": "a folder of its own cannot be mistaken for the live transcripts"},
+    {"topic": "permission checks",
+     "design": "permission check events, a subtype of tool_use",
+     "kit": "a permission_decision event of its own (callId, tool, decision, by, reason); the audit lists them",
+     "why": "a decision is not a call: as a kind of tool_use it would be counted as one"},
+    {"topic": "tiers",
+     "design": "Minimal (a list in memory), Professional (a JSONL file), Enterprise (JSONL + PostgreSQL written "
+               "asynchronously, a consistency job, gzip after 1000 turns)",
+     "kit": "one tier: the JSONL file, fsync per commit, and a SQLite read model rebuilt from it; nothing is "
+            "compressed",
+     "why": "the lesson is the durable file; a read model rebuilt from it cannot disagree with it, and the 64 KiB "
+            "tail read keeps replay's cost flat without compression"},
+    {"topic": "debug replay",
+     "design": "replay a production session in development with the same model version and parameters, compare",
+     "kit": "replay rebuilds the messages; the model is MockLLM's script",
+     "why": "the kit has no model to inject"},
+    {"topic": "migration transport",
+     "design": "the JSONL travels to harness B over shared storage or the network",
+     "kit": "migrate_to copies it within the file system, created exclusively and whole",
+     "why": "one machine: a network adds nothing the lesson teaches"},
+    {"topic": "no Bus in one process",
+     "design": "committed events and deltas also go to a process-wide Bus for the other surfaces",
+     "kit": "no Bus: the log's subscribers are its only fan-out",
+     "why": "in one process a subscriber per surface does what the Bus does"},
+    {"topic": "replay and live hand-over",
+     "design": "subscribe({fromSeq}) attaches live first and replays asynchronously; the web egress buffers, "
+               "deduplicates and refuses a sequence going back",
+     "kit": "subscribe does the hand-over itself: registered under the writer's lock, replayed from the file, live "
+            "items held meanwhile and deduplicated by sequence",
+     "why": "a notebook has no egress layer; the hand-over the design leaves to it is what students must see"},
+    {"topic": "bounded subscriber queues",
+     "design": "a subscriber never blocks commit; a surface that needs order and back-pressure queues in its own "
+               "bounded egress",
+     "kit": "each subscription has a bounded queue (max_queued) and its own thread; when it is full live items are "
+            "dropped, and the committed ones missed are read back from the file once the queue is drained",
+     "why": "commit must never wait for a slow client, and the file already holds what was dropped"},
+    {"topic": "cross-process lease",
+     "design": "a SessionLease gives one writer across processes; per-file queues serialise writes within one",
+     "kit": "the single-writer lock (flock) on the transcript across processes; transcript.lock within one",
+     "why": "the file's own lock needs no lease service"},
+    {"topic": "legacy events without a sequence",
+     "design": "an event without seq is numbered 1, 2, 3, ... in parse order",
+     "kit": "a line without the envelope is refused (fail closed); another format goes through an importer",
+     "why": "a guessed sequence would make a foreign line look like evidence"},
+    {"topic": "snippets",
+     "design": "search shows snippets around the match",
+     "kit": "search confirms full-text candidates by substring as the design does, and shows the first 100 "
+            "characters of the message",
+     "why": "the lesson needs to find a message, not to render it"},
+    {"topic": "SQLite drivers and concurrency",
+     "design": "Bun's driver and better-sqlite3 behind one adapter; sync stats 128 files and rebuilds 32 at once",
+     "kit": "Python's sqlite3 (WAL, busy timeout as the design); sync reads the files one after another",
+     "why": "one runtime, and a teaching root of a few sessions"},
+    {"topic": "rewind rewrites",
+     "design": "a rewind may rewrite the file; the read model rebuilds from the materialized events",
+     "kit": "rewind only appends a marker; every projection materializes the markers first; no byte is rewritten",
+     "why": "append-only is the lesson: an undo is one more event"},
+    {"topic": "read models of surfaces",
+     "design": "the TUI and the Web fold committed events and deltas (an overlay by part_id) and reset it when "
+               "the session changes",
+     "kit": "notebook 8's live view is the one reader that folds deltas into an overlay",
+     "why": "a notebook has no terminal or web surface"},
+    {"topic": "domain events",
+     "design": "messages, tools, turns, interactions, reviews and compaction written by one domain store",
+     "kit": "the lesson's six types, the turn markers and commands, and the live log's part_start, rewind, handoff, "
+            "permission_decision, session_migrated and session_forked",
+     "why": "the kit models what the lesson and the designs' mechanisms need, no more"},
+    {"topic": "fork envelope",
+     "design": "createExclusive writes the fork's full content",
+     "kit": "the same, and a session_forked event at its end; the copied events get the new session's envelope "
+            "and the time of the fork as recorded_at",
+     "why": "an envelope names its own session; the original times stay in the source"},
 )
+
+# --------------------------------------------------------------------------- rewind markers
+
+
+def materialize(events: Iterable[dict]) -> list[dict]:
+    """The events every projection reads: each rewind marker applied, in file order, then left out.
+
+    A rewind marker {"type": "rewind", "to_sequence": N} drops every event in front of it whose
+    sequence is greater than N; events after the marker stay. Nothing on disk changes: the
+    marker is how an append-only log undoes. Replay, the state machine, the audit and the index
+    all read this list, never the raw one. An event without a sequence counts by its position.
+    """
+    kept = []
+    for position, event in enumerate(events, 1):
+        if event.get("type") == TYPE_REWIND and _whole(event.get("to_sequence")):
+            target = event["to_sequence"]
+            kept = [earlier for earlier in kept if earlier.get("sequence", 0) <= target]
+        else:
+            kept.append(event if "sequence" in event else {**event, "sequence": position})
+    return kept
+
+
+def is_understood(event: dict) -> bool:
+    """True when the kit knows what this event means: a known type in a schema version it reads."""
+    return event.get("type") in KNOWN_EVENT_TYPES and event.get("schema_version", SCHEMA_VERSION) <= SCHEMA_VERSION
+
 
 # --------------------------------------------------------------------------- writing the events
 
@@ -261,6 +422,35 @@ def tool_result_event(call_id: str, output=None, *, error: str | None = None) ->
             "output": "" if output is None else output}
 
 
+def part_start_event(part_id: str, channel: str, turn_number: int) -> dict:
+    """The durable note that a stream of turn turn_number began: until its final part is committed,
+    the turn cannot complete, in this process or in the next one after a crash."""
+    if not isinstance(part_id, str) or not part_id:
+        raise ValueError(f"part_id must be a non-empty string, not {part_id!r}")
+    return {"type": TYPE_PART_START, "part_id": part_id, "channel": channel,
+            "turn_number": _check_turn_number(turn_number)}
+
+
+def rewind_event(to_sequence: int) -> dict:
+    """The marker that undoes everything after sequence to_sequence (0: everything), without rewriting a byte."""
+    if not _whole(to_sequence):
+        raise ValueError(f"to_sequence must be a whole number >= 0, not {to_sequence!r}")
+    return {"type": TYPE_REWIND, "to_sequence": to_sequence}
+
+
+def handoff_event(reason: str, summary: str) -> dict:
+    """A token-budget handoff: committed with a sequence, never shown to clients (live.CLIENT_HIDDEN_TYPES)."""
+    return {"type": TYPE_HANDOFF, "reason": reason, "summary": summary}
+
+
+def permission_event(call_id: str, tool: str, decision: str, *, by: str = "user", reason: str = "") -> dict:
+    """Who allowed or denied which tool call, and why: the audit's answer to "which permissions were decided"."""
+    if decision not in PERMISSION_DECISIONS:
+        raise ValueError(f"decision must be one of {', '.join(PERMISSION_DECISIONS)}, not {decision!r}")
+    return {"type": TYPE_PERMISSION, "callId": call_id, "tool": tool, "decision": decision, "by": by,
+            "reason": reason}
+
+
 def start_turn(transcript: DurableTranscript, turn_number: int, reason: str = START_USER) -> dict:
     """Durably append turn_start; returns the record written. (live.py checks the state first.)"""
     return transcript.append(turn_start_event(turn_number, reason))
@@ -296,6 +486,7 @@ class SessionStatus:
     last_reason: str | None  # why the last ended turn ended
     anomalies: list = field(default_factory=list)
     pending_calls: tuple = ()  # callIds of function calls with no result yet
+    open_parts: tuple = ()  # part_ids of streams begun (part_start on disk) whose final part is not
 
     def __str__(self):
         turn = f" {self.open_turn}" if self.open_turn is not None and self.state == RUNNING else ""
@@ -378,12 +569,16 @@ class SessionFold:
         self.first_at = self.last_at = None
         self.last_sequence = 0
         self.expired_at = None  # the sequence of the event that expired the session
+        self.open_parts = {}  # part_id -> turn: a part_start is on disk, the final part is not
+        self.rewound = False  # a rewind marker was folded: refold materialize(events) instead
+        self.migrated_to = None  # where a session_migrated marker says the session went
 
     def copy(self) -> SessionFold:
         """An independent copy: add events to it to see what they would do."""
         twin = SessionFold.__new__(SessionFold)
         twin.__dict__.update(self.__dict__)
         twin.anomalies, twin.pending, twin.answered = list(self.anomalies), dict(self.pending), set(self.answered)
+        twin.open_parts = dict(self.open_parts)
         return twin
 
     def add_all(self, events: Iterable[dict]) -> list[Anomaly]:
@@ -404,15 +599,40 @@ class SessionFold:
             self.first_at = self.first_at or at
             self.last_at = at
         event_type = event.get("type")
-        if event_type in (TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT) and (problem := _marker_problem(event)):
+        if self.migrated_to is not None:
+            self._report(sequence, f"{event_type} after the session migrated to {self.migrated_to}: "
+                                   f"this copy takes no more events")
+        elif event_type in (TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT) and (problem := _marker_problem(event)):
             self._report(sequence, problem)
+        elif event_type == TYPE_REWIND:
+            self.rewound = True  # a fold cannot undo: whoever folds materializes first (session_status does)
+        elif event_type == TYPE_MIGRATED:
+            self.migrated_to = event.get("to", "another harness")
+        elif event_type == TYPE_PART_START:
+            self._part_start(event, sequence)
         elif event_type == TYPE_FUNCTION_CALL:
             self._call(event, sequence, at)
         elif event_type == TYPE_FUNCTION_CALL_RESULT:
             self._result(event, sequence)
         else:
             self._transition(event, sequence, at)
+        if event_type != TYPE_PART_START and isinstance(event.get("part_id"), str):
+            self.open_parts.pop(event["part_id"], None)  # the stream's final part: committed
         return self.anomalies[before:]
+
+    def _part_start(self, event: dict, sequence: int) -> None:
+        part, number = event.get("part_id"), event.get("turn_number")
+        if self.open_turn is None or number != self.open_turn:
+            return self._report(sequence, f"part_start of {part} for turn {number}, but "
+                                          f"{'no turn' if self.open_turn is None else f'turn {self.open_turn}'} "
+                                          f"is open")
+        if part in self.open_parts:
+            return self._report(sequence, f"part_start of {part}, which is already open")
+        self.open_parts[part] = number
+
+    def parts_of(self, turn_number) -> list[str]:
+        """part_ids of the streams of turn turn_number whose final part is not on disk, in order begun."""
+        return [part for part, turn in self.open_parts.items() if turn == turn_number]
 
     def _report(self, sequence: int, message: str) -> None:
         self.anomalies.append(Anomaly(sequence, message))
@@ -453,6 +673,12 @@ class SessionFold:
         if next_state is None:
             return self._report(sequence, f"{trigger} while {self.state}: the state machine has no such "
                                           f"transition ({_HINTS.get(self.state, '')})")
+        if event["type"] == TYPE_TURN_END and event["reason"] == REASON_COMPLETE and self.parts_of(self.open_turn):
+            return self._report(sequence, f"turn {self.open_turn} cannot complete: "
+                                          f"{', '.join(self.parts_of(self.open_turn))} has no committed final part")
+        if event["type"] == TYPE_TURN_END:
+            for part in self.parts_of(self.open_turn):
+                del self.open_parts[part]  # its deltas are gone; the turn_end names it (unfinished_parts)
         if event["type"] == TYPE_TURN_START:
             self._open_turn(event["turn_number"], sequence, at)
         elif event["type"] == TYPE_TURN_END:
@@ -464,6 +690,7 @@ class SessionFold:
             self.paused_at = None
         if next_state == EXPIRED:
             self.expired_at = sequence
+            self.open_parts.clear()
         self.state = next_state
 
     def _open_turn(self, number: int, sequence: int, at) -> None:
@@ -494,7 +721,7 @@ class SessionFold:
     def status(self) -> SessionStatus:
         """The state so far as a SessionStatus."""
         return SessionStatus(self.state, self.decision(), self.open_turn, self.last_turn, self.last_reason,
-                             list(self.anomalies), tuple(self.pending))
+                             list(self.anomalies), tuple(self.pending), tuple(self.open_parts))
 
 
 def session_status(events: Iterable[dict]) -> SessionStatus:
@@ -504,10 +731,11 @@ def session_status(events: Iterable[dict]) -> SessionStatus:
     turn_end with no open turn or for another turn's number, a turn_start while paused or after an
     error (a resume_command or retry_command comes first), work after the session expired, a
     result for a call never made or already answered, a malformed marker. A turn_start while
-    another turn is open is reported (that turn never ended) and opens the new turn.
+    another turn is open is reported (that turn never ended) and opens the new turn. Rewind
+    markers are applied first (materialize).
     """
     fold = SessionFold()
-    fold.add_all(events)
+    fold.add_all(materialize(events))
     return fold.status()
 
 
@@ -531,8 +759,22 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class PermissionDecision:
+    """One permission_decision event: who allowed or denied which tool call, when, and why."""
+
+    sequence: int
+    recorded_at: str | None
+    turn_number: int | None
+    call_id: str
+    tool: str
+    decision: str  # "allow" or "deny"
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Audit:
-    """Totals from turn_end token summaries, and every tool call in order."""
+    """Totals from turn_end token summaries, and every tool call and permission decision in order."""
 
     turns_ended: int
     end_reasons: dict  # reason -> how many turns ended so
@@ -542,27 +784,34 @@ class Audit:
     tool_calls: list
     turns_without_token_summary: list = field(default_factory=list)  # their tokens are not in the totals
     timeouts: dict = field(default_factory=dict)  # limit -> how many times it was reached
+    rejected_turn_ends: list = field(default_factory=list)  # sequences of turn_ends the state machine refused
+    permission_decisions: list = field(default_factory=list)
 
 
 def audit(events: Iterable[dict]) -> Audit:
-    """Add up the token summaries of turn_end events and list the function calls in order.
+    """Add up the token summaries of turn_end events and list the function calls and permission decisions.
 
+    The events are materialized first (rewind markers applied) and folded by the state machine:
+    a turn_end it rejects (no open turn, another turn's number, a complete with a part
+    unfinished) ends no turn and adds no tokens; its sequence is listed in rejected_turn_ends.
     Reads token_summary in the design's keys (total_input, total_output, total_cost) and in the
     kit's older ones (input_tokens, output_tokens, cost_usd). Any other summary raises AuditError
     naming the event: a total is never quietly short. A turn_end without a summary is listed.
     """
     reasons, timeouts, calls, outcomes, unsummarised = Counter(), Counter(), [], {}, []
+    rejected, permissions = [], []
     input_tokens = output_tokens = 0
     cost = 0.0
-    open_turn = None
-    for event in events:
+    fold = SessionFold()
+    for event in materialize(events):
+        open_turn = fold.open_turn  # the turn open when this event came
+        if fold.add(event) and event.get("type") == TYPE_TURN_END:
+            rejected.append(event["sequence"])
+            continue
         event_type = event["type"]
         if event_type in (TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT) and _marker_problem(event):
             continue
-        if event_type == TYPE_TURN_START:
-            open_turn = event["turn_number"]
-        elif event_type == TYPE_TURN_END:
-            open_turn = None
+        if event_type == TYPE_TURN_END:
             reasons[event["reason"]] += 1
             if "token_summary" not in event:
                 unsummarised.append(event["turn_number"])
@@ -579,9 +828,13 @@ def audit(events: Iterable[dict]) -> Audit:
         elif event_type == TYPE_FUNCTION_CALL_RESULT:
             failed = event.get("success") is False or "error" in event
             outcomes.setdefault(event["callId"], "error" if failed else "ok")
+        elif event_type == TYPE_PERMISSION:
+            permissions.append(PermissionDecision(event["sequence"], event.get("recorded_at"), open_turn,
+                                                  event.get("callId"), event.get("tool"), event.get("decision"),
+                                                  event.get("by"), event.get("reason", "")))
     tool_calls = [ToolCall(*call, outcome=outcomes.get(call[4])) for call in calls]
     return Audit(sum(reasons.values()), dict(reasons), input_tokens, output_tokens, round(cost, 6), tool_calls,
-                 unsummarised, dict(timeouts))
+                 unsummarised, dict(timeouts), rejected, permissions)
 
 
 # --------------------------------------------------------------------------- a scripted session

@@ -34,6 +34,9 @@ SLOW_MODULES = {
     "test_browser.py",  # JupyterLab in headless Chromium, every notebook in both languages
     "test_bilingual_notebooks.py",  # builds and compares both languages' notebooks
     "test_live_route.py",  # the instructor's live route, run twice after Run All
+    "test_lessons_chinese.py",  # the lesson modules in Chinese (the fast tier runs them in English)
+    "test_lessons_repeat.py",  # every widget pressed again and again
+    "test_transcript_properties.py",  # hypothesis over every byte of damaged files
 }
 
 
@@ -44,8 +47,8 @@ def pytest_addoption(parser):
 
 def _is_slow(item) -> bool:
     path = Path(str(item.fspath))
-    return (item.get_closest_marker("slow") is not None or path.name in SLOW_MODULES
-            or (path.suffix == ".ipynb" and path.parent.name == "zh"))
+    in_chinese = "[zh" in item.nodeid or (path.suffix == ".ipynb" and path.parent.name == "zh")
+    return item.get_closest_marker("slow") is not None or path.name in SLOW_MODULES or in_chinese
 
 
 def pytest_collection_modifyitems(config, items):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from s09_jsonl_transcript.code import MockLLM, run_agent, ticking_clock
+from s09_jsonl_transcript.importers import SAMPLES
 from s09_jsonl_transcript.lab import DurableTranscript
 
 REPO = Path(__file__).resolve().parent.parent
@@ -201,3 +202,124 @@ def test_the_demo_speaks_chinese_when_asked_or_when_the_locale_is_chinese(tmp_pa
 def test_an_unknown_demo_language_is_a_usage_error(tmp_path):
     result = run("--lang", "fr", cwd=tmp_path)
     assert result.returncode == 2 and "invalid choice: 'fr'" in result.stderr
+
+
+# --------------------------------------------------------------------------- real agents' files (issue 21)
+
+
+def test_inspect_on_a_raw_claude_code_file_says_what_the_lesson_would_say():
+    result = kit("inspect", str(SAMPLES["claude-code"]))
+    assert result.returncode == 1, result.stderr  # not a transcript: never "valid"
+    out = result.stdout
+    assert "format:        Claude Code (not the lesson's format)" in out
+    assert "envelope:      none: no schema_version, sequence, session_id or event_id" in out
+    assert "complete:      yes: every line ends in a newline" in out
+    assert "after a crash: this agent appends without fsync" in out
+    assert "a tree, not a sequence: 17 records linked by parentUuid, 2 roots, 1 branch points, 3 leaves" in out
+    assert "verdict:       valid" not in out and "not a lesson transcript: import it" in out
+
+
+def test_inspect_on_a_raw_file_with_a_partial_tail_says_so(tmp_path):
+    path = tmp_path / SAMPLES["codex"].name
+    path.write_bytes(SAMPLES["codex"].read_bytes() + b'{"timestamp":"2026-01')
+    report = json.loads(kit("inspect", str(path), "--json").stdout)
+    assert report["kind"] == "raw" and report["format"] == "codex" and report["partial_tail_bytes"] == 21
+    assert "the last line is a partial tail (21 bytes" in kit("inspect", str(path)).stdout
+
+
+@pytest.mark.parametrize("name", ["seed-002", "claude-code"])
+def test_replay_refuses_a_raw_file_naming_its_format(name):
+    result = kit("replay", str(SAMPLES[name]))
+    assert result.returncode == 2 and result.stdout == ""
+    assert "not a transcript in the lesson's format" in result.stderr
+    assert {"seed-002": "a seed 002 file", "claude-code": "a Claude Code file"}[name] in result.stderr
+
+
+def test_import_writes_a_new_session_then_inspect_and_replay_read_it(tmp_path):
+    source = SAMPLES["seed-002"]
+    before = source.read_bytes()
+    result = kit("import", str(source), "--root", str(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    target = Path(summary["target"])
+    assert target == tmp_path / "projects" / "imported" / "http-server.jsonl"
+    assert summary["records_written"] == {"function_call": 2, "function_call_result": 1, "message": 3,
+                                          "turn_end": 1, "turn_start": 2}
+    assert summary["duplicates_merged"] == 1 and summary["tool_calls_unpaired"] == 1
+    assert source.read_bytes() == before
+    inspected = kit("inspect", str(target))
+    assert inspected.returncode == 0 and "verdict:       valid" in inspected.stdout
+    messages = json.loads(kit("replay", str(target)).stdout)
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    again = kit("import", str(source), "--root", str(tmp_path))
+    assert again.returncode == 1 and "already exists under this root" in again.stderr
+    assert again.stderr.startswith("s09: import refused:") and "Traceback" not in again.stderr
+
+
+def test_import_prints_a_readable_summary(tmp_path):
+    result = kit("import", str(SAMPLES["claude-code"]), "--root", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "source lines:  22: 16 mapped, 5 kept as evidence, 1 duplicates merged, 0 blank, 0 partial tail" in out
+    assert "tool calls:    3 paired with their result, 0 unpaired, 0 results without their call" in out
+    assert "sidechains:    2 subagent records kept as evidence; 1 subagent files beside it" in out
+
+
+def test_import_of_a_damaged_file_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "broken.jsonl"
+    lines = SAMPLES["codex"].read_bytes().split(b"\n")
+    lines[2] = b"not json"
+    path.write_bytes(b"\n".join(lines))
+    result = kit("import", str(path), "--root", str(tmp_path / "root"))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "line 3 (byte" in result.stderr
+    assert not (tmp_path / "root" / "projects").exists() or not any((tmp_path / "root").rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("how", [("--lang", "zh"), "LANG=zh_CN.UTF-8"])
+def test_inspect_and_import_speak_chinese(tmp_path, how):
+    env = {"LANG": "zh_CN.UTF-8"} if how == "LANG=zh_CN.UTF-8" else {}
+    lang = list(how) if isinstance(how, tuple) else []
+    raw = kit(*lang, "inspect", str(SAMPLES["claude-code"]), env=env)
+    assert "信封：" in raw.stdout and "是一棵树，不是 sequence：17 条记录" in raw.stdout
+    imported = kit(*lang, "import", str(SAMPLES["codex"]), "--root", str(tmp_path), env=env)
+    assert imported.returncode == 0, imported.stderr
+    assert "工具调用：      3 个与结果配对，1 个没有结果，0 个结果找不到它的调用" in imported.stdout
+    target = next(tmp_path.rglob("*.jsonl"))
+    assert "结论：          有效" in kit(*lang, "inspect", str(target), env=env).stdout
+    again = kit(*lang, "import", str(SAMPLES["codex"]), "--root", str(tmp_path), env=env)
+    assert again.stderr.startswith("s09：拒绝导入：") and "什么也没有写" in again.stderr
+
+
+def test_the_language_can_follow_the_subcommand_too(tmp_path):
+    result = kit("inspect", str(SAMPLES["seed-002"]), "--lang", "zh")
+    assert "格式：          seed 002（不是课文的格式）" in result.stdout
+
+
+@pytest.mark.parametrize("args", [["--help"], ["import", "--help"], ["inspect", "--help"]])
+def test_help_is_chinese_under_a_chinese_locale(args):
+    result = kit(*args, env={"LANG": "zh_CN.UTF-8"})
+    assert result.returncode == 0
+    assert result.stdout.startswith("用法：") and "显示这份帮助并退出" in result.stdout
+    assert "选项" in result.stdout and "show this help" not in result.stdout
+
+
+def test_the_interactive_shell_speaks_chinese(tmp_path):
+    result = kit("--lang", "zh", "--interactive", "--root", str(tmp_path), stdin="user 你好\nresult x\nfrob\nquit")
+    assert result.returncode == 0, result.stderr
+    assert "命令：" in result.stdout and "已追加 transcript:interactive-1:1（message）；jsonl line: 1" in result.stdout
+    assert "没有待回应的工具调用" in result.stdout and "未知命令 'frob'" in result.stdout
+
+
+def test_a_usage_error_is_chinese_too(tmp_path):
+    result = kit("--lang", "zh", "inspect", "missing.jsonl", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr == "s09：错误：没有这个 transcript 文件：missing.jsonl\n"
+
+
+def test_inspect_on_a_file_of_no_known_format_does_not_offer_an_import(tmp_path):
+    path = tmp_path / "notes.jsonl"
+    path.write_text('{"note": "hello"}\n{"note": "again"}\n')
+    result = kit("inspect", str(path))
+    assert result.returncode == 1
+    assert "format:        an unknown format" in result.stdout and "no format the kit can import" in result.stdout
+    assert "order:         the file's order only: no ids link the records" in result.stdout

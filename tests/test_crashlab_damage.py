@@ -1,22 +1,83 @@
-"""Campaigns 3 and 4: exhaustive damage of a small transcript, with the hash chain off and on."""
+"""Campaigns 3 and 4: exhaustive damage of a small transcript, with the hash chain off and on,
+read by the lab's DurableTranscript and by the lesson's code.JSONLTranscript."""
+
+import copy
 
 import pytest
 
+from s09_jsonl_transcript.code import JSONLTranscript
+from s09_jsonl_transcript.crashlab import cli
+from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
 from s09_jsonl_transcript.crashlab.damage_maps import (
     LINE_EDITS,
     SHORTER,
     damage_campaign,
     damage_rows,
     flipped_example,
+    lesson_verdict,
+    verdict_mismatches,
     write_sample,
 )
-from s09_jsonl_transcript.damage import CLEAN, CORRUPT, SILENT, rewrite_line, swap_lines, verdict
+from s09_jsonl_transcript.damage import CLEAN, CORRUPT, PARTIAL_TAIL, SILENT, rewrite_line, swap_lines, verdict
 from s09_jsonl_transcript.lab import DurableTranscript
 
 
 @pytest.fixture(scope="module")
 def reports():
     return {integrity: damage_campaign(integrity=integrity, sessions=1) for integrity in (False, True)}
+
+
+@pytest.fixture(scope="module")
+def lesson_report():
+    return damage_campaign(integrity=False, sessions=1, subject="lesson")
+
+
+def test_the_lessons_reader_judges_every_damaged_file_as_the_lab_does_with_the_chain_off(reports, lesson_report):
+    lab = reports[False]
+    assert (lesson_report.subject, lab.subject) == ("lesson", "lab")
+    assert lesson_report.size == lab.size and lesson_report.records == lab.records
+    assert lesson_report.truncations == lab.truncations
+    assert lesson_report.flips == lab.flips
+    assert lesson_report.line_edits == lab.line_edits
+    assert verdict_mismatches(lesson_report, lab) == 0
+    # the lesson's reader has no chain: it lets through exactly the flips the lab lets through without one
+    assert 0 < lesson_report.silent_flips == lab.silent_flips
+
+
+def test_a_mismatch_between_the_readers_is_counted(reports, lesson_report):
+    changed = copy.deepcopy(lesson_report)
+    changed.truncations[5] = CORRUPT
+    changed.flips[0x01][7] = CLEAN if changed.flips[0x01][7] != CLEAN else CORRUPT
+    assert verdict_mismatches(changed, reports[False]) == 2
+    with pytest.raises(ValueError, match="chain off"):
+        verdict_mismatches(lesson_report, reports[True])
+
+
+def test_both_classes_write_the_same_sample_bytes(tmp_path):
+    lab = write_sample(tmp_path / "lab" / "s.jsonl", sessions=1)
+    lesson = write_sample(tmp_path / "lesson" / "s.jsonl", sessions=1, subject="lesson")
+    assert lab.read_bytes() == lesson.read_bytes()
+
+
+def test_the_lessons_verdict_names_the_damage(tmp_path):
+    path = write_sample(tmp_path / "s.jsonl", sessions=1, subject="lesson")
+    reference = JSONLTranscript(path).read_events()
+    original = path.read_bytes()
+    assert lesson_verdict(path, reference).kind == CLEAN
+    path.write_bytes(original[:-30])
+    assert lesson_verdict(path, reference).kind == PARTIAL_TAIL
+    path.write_bytes(original)
+    swap_lines(path, 3)
+    found = lesson_verdict(path, reference)
+    assert found.kind == CORRUPT and found.line == 3
+    path.write_bytes(original)
+    rewrite_line(path, 5)  # no chain: a re-serialised edit passes, and the verdict says so
+    assert lesson_verdict(path, reference).kind == SILENT
+
+
+def test_the_lesson_has_no_chain_to_damage():
+    with pytest.raises(ValueError, match="no hash chain"):
+        damage_campaign(integrity=True, subject="lesson")
 
 
 def test_without_the_chain_some_flips_pass_unnoticed(reports):
@@ -79,3 +140,31 @@ def test_bad_masks_are_refused():
 
 def test_one_flip_in_words():
     assert flipped_example(integrity=True, offset=40).startswith("TranscriptCorruptionError at line 1")
+
+
+def _campaign_from(reports, lesson_report, planted_disagreement=False):
+    """A stand-in for damage_campaign that hands out this module's reports (so the CLI tests run no campaign)."""
+    def campaign(*, integrity, subject, **options):
+        report = copy.deepcopy(lesson_report if subject == "lesson" else reports[integrity])
+        if planted_disagreement and subject == "lesson":
+            report.truncations[3] = CORRUPT
+        return report
+    return campaign
+
+
+def test_the_damage_command_reports_each_class_and_checks_the_lesson_against_the_lab(
+        capsys, monkeypatch, reports, lesson_report):
+    monkeypatch.setattr(cli, "damage_campaign", _campaign_from(reports, lesson_report))
+    assert crashlab_main(["damage", "--sessions", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("lab (DurableTranscript)") == 2 and out.count("lesson (JSONLTranscript)") == 1
+    assert "0 damaged files judged differently from the lab with the chain off" in out
+    assert out.strip().endswith(" passed, 0 failed")
+
+
+def test_the_damage_command_fails_when_the_readers_disagree(capsys, monkeypatch, reports, lesson_report):
+    monkeypatch.setattr(cli, "damage_campaign", _campaign_from(reports, lesson_report, planted_disagreement=True))
+    assert crashlab_main(["damage", "--sessions", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "1 damaged files judged differently" in out and out.strip().endswith(" passed, 1 failed")
+    assert crashlab_main(["damage", "--sessions", "1", "--classes", "lab"]) == 0  # the lab alone is not judged by it

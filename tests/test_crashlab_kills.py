@@ -1,11 +1,25 @@
-"""Campaign 1: real writer processes killed with SIGKILL lose nothing they acknowledged."""
+"""Campaign 1: real writer processes killed with SIGKILL lose nothing they acknowledged.
+
+Against both classes: the lab's DurableTranscript (append, batch, repair, stream, validated)
+and the lesson's code.JSONLTranscript (lesson, lesson-repair).
+"""
 
 import pytest
 
+from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab import KillTrial, kill_campaign, kill_summary, tally, workload_event
 from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
+from s09_jsonl_transcript.crashlab.kills import class_summary
 from s09_jsonl_transcript.crashlab.victim import TearingFileIO
-from s09_jsonl_transcript.crashlab.workload import ALL_MODES, LIVE_MODES, MODES, expected_event, stream_pieces
+from s09_jsonl_transcript.crashlab.workload import (
+    ALL_MODES,
+    LESSON_MODES,
+    LIVE_MODES,
+    MODES,
+    expected_event,
+    stream_pieces,
+    subject_of,
+)
 from s09_jsonl_transcript.damage import CLEAN, PARTIAL_TAIL
 from s09_jsonl_transcript.lab import DurableTranscript
 
@@ -67,24 +81,27 @@ def test_a_trial_with_a_lost_event_is_not_ok():
     assert summary[-1]["mode"] == "all" and summary[-1]["failed"] == 1 and summary[-1]["lost"] == 1
 
 
-def test_a_torn_write_is_refused_and_repaired_by_the_next_append(tmp_path):
+def test_a_torn_write_is_refused_and_cut_off_so_the_retry_writes_it_once(tmp_path):
     file_io = TearingFileIO()
     writer = DurableTranscript(tmp_path / "s.jsonl", file_io=file_io)
     writer.append(workload_event(1))
+    size = writer.path.stat().st_size
     file_io.arm(0.5)
-    with pytest.raises(OSError, match="short write"):
+    with pytest.raises(OSError, match="disk is full"):  # a short write says why
         writer.append(workload_event(2))
-    assert writer.replay_state(1).ignored_partial_tail
+    assert writer.path.stat().st_size == size  # what the short write left was cut off again
+    assert not writer.replay_state(1).ignored_partial_tail
     writer.append(workload_event(2))
     writer.close()
     assert tally(DurableTranscript(tmp_path / "s.jsonl").read_events(), [1, 2]).ok
 
 
-def test_the_kill_command_prints_a_table_and_passes(capsys):
-    assert crashlab_main(["kill", "--trials", "3", "--seed", "2"]) == 0
+def test_the_kill_command_runs_both_classes_prints_a_table_for_each_and_passes(capsys):
+    assert crashlab_main(["kill", "--trials", "7", "--seed", "2"]) == 0  # one trial of each of the 7 modes
     out = capsys.readouterr().out
     assert "lost" in out and "duplicated" in out
-    assert out.strip().endswith("3 passed, 0 failed")
+    assert "lab (DurableTranscript)" in out and "lesson (JSONLTranscript)" in out
+    assert out.strip().endswith("7 passed, 0 failed")
 
 
 def test_writers_killed_inside_a_stream_or_a_validated_commit_lose_nothing_acknowledged(tmp_path):
@@ -108,8 +125,10 @@ def test_validated_racers_write_batches_one_winner_at_a_time(tmp_path):
     assert [event["n"] for event in events] == list(range(1, len(events) + 1))
 
 
-def test_the_default_campaign_keeps_the_lessons_modes_and_the_full_one_adds_the_live_ones():
-    assert MODES == ("append", "batch", "repair") and ALL_MODES == MODES + ("stream", "validated")
+def test_the_default_campaign_keeps_the_labs_modes_and_the_full_one_adds_the_live_and_lesson_ones():
+    assert MODES == ("append", "batch", "repair")
+    assert ALL_MODES == MODES + ("stream", "validated") + ("lesson", "lesson-repair")
+    assert [subject_of(mode) for mode in ALL_MODES] == ["lab"] * 5 + ["lesson"] * 2
     assert expected_event(3, "stream") == {**workload_event(3), "part_id": "part-3"}
     assert expected_event(3, "validated") == workload_event(3)
     assert "".join(stream_pieces(7)) == workload_event(7)["content"]
@@ -121,3 +140,37 @@ def test_the_kill_command_takes_modes(capsys):
     assert "stream" in out and "validated" in out and "killed inside" in out
     assert crashlab_main(["kill", "--trials", "1", "--modes", "teleport"]) == 2
     assert "unknown --modes teleport" in capsys.readouterr().err
+
+
+def test_writers_of_the_lessons_class_killed_at_random_lose_nothing_acknowledged(tmp_path):
+    results = kill_campaign(6, seed=5, root=tmp_path, modes=LESSON_MODES, max_delay=0.03)
+    assert {result.mode for result in results} == set(LESSON_MODES)
+    assert {result.integrity for result in results} == {False}  # the lesson's class has no chain
+    for result in results:
+        assert result.ok, result
+        assert result.subject == "lesson"
+    assert sum(result.acknowledged for result in results) > 0
+    for path in tmp_path.glob("kill-*.jsonl"):  # the lesson's own reader, and the resume, wrote them
+        events = JSONLTranscript(path).read_events()
+        assert tally(events, []).ok and "batch_end" not in path.read_text(encoding="utf-8")
+    (row,) = class_summary(results)
+    assert row["class"] == "lesson (JSONLTranscript)" and row["trials"] == 6 and row["failed"] == 0
+
+
+def test_the_lesson_repair_victim_leaves_torn_records_that_the_next_writer_repairs(tmp_path):
+    # A victim killed late has cut many records short and repaired each; the file must show no trace.
+    results = kill_campaign(2, seed=11, root=tmp_path, modes=("lesson-repair",), max_delay=0.15)
+    assert all(late.ok for late in results), results
+    assert sum(late.acknowledged for late in results) >= 2
+    for path in tmp_path.glob("kill-*.jsonl"):
+        events = JSONLTranscript(path).read_events()
+        assert [event["n"] for event in events] == list(range(1, len(events) + 1))
+
+
+def test_the_class_summary_counts_each_class_apart():
+    lab = KillTrial(0, "append", 3, 3, 0, 0, CLEAN)
+    lesson = KillTrial(1, "lesson", 2, 1, 1, 0, CLEAN)
+    rows = class_summary([lab, lesson])
+    assert [row["class"] for row in rows] == ["lab (DurableTranscript)", "lesson (JSONLTranscript)"]
+    assert [row["failed"] for row in rows] == [0, 1] and rows[1]["lost"] == 1
+

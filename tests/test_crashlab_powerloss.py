@@ -1,32 +1,48 @@
-"""Campaign 2: every state a power cut may leave keeps what was acknowledged, and the model can see bugs."""
+"""Campaign 2: every state a power cut may leave keeps what was acknowledged, and the model can see bugs.
 
+Both classes: the lab's DurableTranscript (recorded through its file_io seam) and the lesson's
+JSONLTranscript (recorded by routing the os calls code.py makes).
+"""
+
+import os
 import re
 
 import pytest
 
-from s09_jsonl_transcript.code import ticking_clock
+from s09_jsonl_transcript import code
+from s09_jsonl_transcript.code import JSONLTranscript, TranscriptCorruptionError, ticking_clock
+from s09_jsonl_transcript.crashlab import cli
+from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
 from s09_jsonl_transcript.crashlab.powerloss import (
     ABSENT,
     FAILS_CLOSED,
     GOOD_OUTCOMES,
+    PREFIX_CLEAN,
     PREFIX_TORN,
     Change,
     CrashState,
+    PowerLossReport,
     RecordingFileIO,
+    SimulatedSyncFileIO,
+    StateCheck,
     check_state,
     commit_points,
     crash_states,
+    lesson_os_calls_to,
     one_append_states,
     power_loss_campaign,
     record_workload,
+    writer_for,
 )
+from s09_jsonl_transcript.crashlab.subjects import LAB, LESSON, SUBJECTS, read_back
 from s09_jsonl_transcript.crashlab.workload import workload_event
 from s09_jsonl_transcript.lab import DurableTranscript
 
 
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory):
-    return record_workload(tmp_path_factory.mktemp("recorded"), integrity=True)
+@pytest.fixture(scope="module", params=[(LAB, True), (LESSON, False)], ids=["lab", "lesson"])
+def recording(tmp_path_factory, request):
+    subject, integrity = request.param
+    return record_workload(tmp_path_factory.mktemp("recorded"), integrity=integrity, subject=subject)
 
 
 def test_the_recording_holds_every_change_in_order(recording):
@@ -41,8 +57,10 @@ def test_the_recording_holds_every_change_in_order(recording):
     assert rebuilt.count(b"\n") == len(recording.written)
 
 
-def test_every_state_is_checked_and_none_breaks_a_promise(tmp_path):
-    report = power_loss_campaign(every_byte=False, root=tmp_path)
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_every_state_is_checked_and_none_breaks_a_promise(tmp_path, subject):
+    report = power_loss_campaign(every_byte=False, root=tmp_path, subject=subject)
+    assert report.subject == subject
     assert report.ok, [(check.finding, check.state.description) for check in report.findings[:3]]
     assert report.states > 100 and report.repair_states > 0
     assert set(report.outcomes) <= set(GOOD_OUTCOMES)
@@ -57,10 +75,11 @@ def test_every_byte_of_one_append_is_a_tear_point():
     assert len(before) > 0 and record.endswith(b"\n")
 
 
-def _recorded_append(tmp_path, *, acknowledge_before_sync=False, sync_directory=True):
+def _recorded_append(tmp_path, subject=LAB, *, acknowledge_before_sync=False, sync_directory=True,
+                     file_io=None):
     """Record one append; optionally replay it the way a buggy writer would have ordered it."""
-    file_io = RecordingFileIO()
-    with DurableTranscript(tmp_path / "bug.jsonl", clock=ticking_clock(), file_io=file_io) as writer:
+    file_io = file_io or RecordingFileIO()
+    with writer_for(subject, tmp_path / "bug.jsonl", file_io, clock=ticking_clock()) as writer:
         writer.append(workload_event(1))
         file_io.acknowledge([1])
     changes = list(file_io.changes)
@@ -69,38 +88,131 @@ def _recorded_append(tmp_path, *, acknowledge_before_sync=False, sync_directory=
         changes.insert(changes.index(Change("fsync")), ack)
     if not sync_directory:
         changes.remove(Change("fsync_dir"))
-    return changes, DurableTranscript(tmp_path / "bug.jsonl").read_events()
+    return changes, read_back(subject, tmp_path / "bug.jsonl").events
 
 
-def _findings(tmp_path, changes, reference, initial=None):
-    checks = [check_state(tmp_path / "check" / "bug.jsonl", state, reference, False)
+def _findings(tmp_path, changes, reference, initial=None, subject=LAB):
+    checks = [check_state(tmp_path / "check" / "bug.jsonl", state, reference, False, subject=subject)
               for state in crash_states(changes, initial=initial, every_byte=False)]
     return [check.finding for check in checks if check.finding]
 
 
-def test_the_correct_order_of_one_append_has_no_findings(tmp_path):
-    changes, reference = _recorded_append(tmp_path)
-    assert _findings(tmp_path, changes, reference) == []
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_the_correct_order_of_one_append_has_no_findings(tmp_path, subject):
+    changes, reference = _recorded_append(tmp_path, subject)
+    assert [change.kind for change in changes] == ["create", "fsync_dir", "write", "fsync", "ack"]
+    assert _findings(tmp_path, changes, reference, subject=subject) == []
 
 
-def test_acknowledging_before_fsync_is_caught(tmp_path):
-    changes, reference = _recorded_append(tmp_path, acknowledge_before_sync=True)
-    assert any("missing" in finding for finding in _findings(tmp_path, changes, reference))
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_acknowledging_before_fsync_is_caught(tmp_path, subject):
+    changes, reference = _recorded_append(tmp_path, subject, acknowledge_before_sync=True)
+    assert any("missing" in finding for finding in _findings(tmp_path, changes, reference, subject=subject))
 
 
-def test_a_new_file_whose_folder_was_never_synced_is_caught(tmp_path):
-    changes, reference = _recorded_append(tmp_path, sync_directory=False)
-    assert any("missing" in finding for finding in _findings(tmp_path, changes, reference))
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_a_new_file_whose_folder_was_never_synced_is_caught(tmp_path, subject):
+    changes, reference = _recorded_append(tmp_path, subject, sync_directory=False)
+    assert any("missing" in finding for finding in _findings(tmp_path, changes, reference, subject=subject))
 
 
-def test_appending_after_a_torn_tail_without_repair_is_caught(tmp_path):
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_appending_after_a_torn_tail_without_repair_is_caught(tmp_path, subject):
     # A writer that forgot the repair: its record lands on the torn fragment's line.
-    changes, reference = _recorded_append(tmp_path)
+    changes, reference = _recorded_append(tmp_path, subject)
     fragment = b'{"schema_version":1,"seq'
     shifted = [Change("write", offset=change.offset + len(fragment), data=change.data)
                if change.kind == "write" else change for change in changes if change.kind != "create"]
-    findings = _findings(tmp_path, shifted, reference, initial=fragment)
+    findings = _findings(tmp_path, shifted, reference, initial=fragment, subject=subject)
     assert any("lost to corruption" in finding for finding in findings)
+
+
+class ForgetsTheFsync(RecordingFileIO):
+    """A planted bug: the transcript's fsync never happens (a writer that forgot it)."""
+
+    def fsync(self, fd):
+        pass
+
+
+class CutsTheTailOneByteShort(RecordingFileIO):
+    """A planted bug: the repair cuts a partial tail off one byte too late, leaving its first byte."""
+
+    def truncate(self, fd, length):
+        super().truncate(fd, length + 1)
+
+
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_a_writer_that_forgets_the_fsync_is_caught(tmp_path, subject):
+    changes, reference = _recorded_append(tmp_path, subject, file_io=ForgetsTheFsync())
+    assert "fsync" not in [change.kind for change in changes]
+    assert any("missing" in finding for finding in _findings(tmp_path, changes, reference, subject=subject))
+
+
+def _repair_findings(tmp_path, subject, file_io):
+    """Let a fresh writer of subject repair a torn tail and append, recorded through file_io; check its states."""
+    whole = tmp_path / "whole" / "bug.jsonl"
+    with writer_for(subject, whole, SimulatedSyncFileIO(), clock=ticking_clock()) as writer:
+        writer.append(workload_event(1))
+        writer.append(workload_event(2))
+    reference = read_back(subject, whole).events
+    torn = whole.read_bytes()[:-40]  # event 2 torn: a partial tail
+    path = tmp_path / "torn" / "bug.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(torn)
+    clock = ticking_clock()
+    clock()  # event 2 is written at the second tick, as it was in the whole file
+    with writer_for(subject, path, file_io, clock=clock) as writer:
+        writer.append(workload_event(2))
+        file_io.acknowledge([1, 2])
+    states = list(crash_states(file_io.changes, initial=torn, every_byte=False))
+    return [check.finding for check in (check_state(tmp_path / "check" / "bug.jsonl", state, reference, False,
+                                                    subject=subject) for state in states) if check.finding]
+
+
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_a_repair_that_cuts_the_tail_in_the_wrong_place_is_caught(tmp_path, subject):
+    assert _repair_findings(tmp_path / "right", subject, RecordingFileIO()) == []
+    findings = _repair_findings(tmp_path / "wrong", subject, CutsTheTailOneByteShort())
+    assert any("lost to corruption" in finding for finding in findings), findings
+
+
+def test_the_lessons_os_calls_are_routed_only_inside_the_block(tmp_path):
+    file_io = RecordingFileIO()
+    with lesson_os_calls_to(file_io):
+        assert code.os is not os
+        with pytest.raises(RuntimeError, match="already routed"):
+            with lesson_os_calls_to(RecordingFileIO()):
+                pass
+        with JSONLTranscript(tmp_path / "routed" / "s.jsonl") as writer:
+            writer.append(workload_event(1))
+    assert code.os is os
+    assert [change.kind for change in file_io.changes] == ["create", "fsync_dir", "write", "fsync"]
+    with JSONLTranscript(tmp_path / "routed" / "s.jsonl") as writer:  # outside the block: nothing recorded
+        writer.append(workload_event(2))
+    assert len(file_io.changes) == 4
+
+
+def test_the_lesson_has_no_chain_to_record(tmp_path):
+    with pytest.raises(ValueError, match="no hash chain"):
+        record_workload(tmp_path, integrity=True, subject=LESSON)
+    with pytest.raises(ValueError, match="subject"):
+        power_loss_campaign(subject="teleport")
+
+
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_a_damaged_file_makes_the_fresh_writer_of_either_class_refuse(tmp_path, subject):
+    with writer_for(subject, tmp_path / "whole" / "s.jsonl", SimulatedSyncFileIO(), clock=ticking_clock()) as writer:
+        for n in (1, 2, 3):
+            writer.append(workload_event(n))
+    lines = (tmp_path / "whole" / "s.jsonl").read_bytes().split(b"\n")
+    damaged = b"\n".join([lines[0], lines[1], b"garbage"]) + b"\n"  # a power cut damages only the end
+    state = CrashState(damaged, frozenset({1, 2}), "line 3 is complete garbage")
+    reference = read_back(subject, tmp_path / "whole" / "s.jsonl").events
+    assert check_state(tmp_path / "check" / "s.jsonl", state, reference, False, subject=subject).outcome == FAILS_CLOSED
+    with pytest.raises(TranscriptCorruptionError):
+        read_back(subject, tmp_path / "check" / "s.jsonl")
+    clean = CrashState(b"\n".join(lines[:2]) + b"\n", frozenset({1, 2}), "events 1 and 2")
+    assert check_state(tmp_path / "check" / "s.jsonl", clean, reference, False, subject=subject).outcome == PREFIX_CLEAN
 
 
 class UnmarkedBatches(RecordingFileIO):
@@ -154,3 +266,36 @@ def test_too_many_unsynced_changes_are_refused():
     changes = [Change("create"), Change("fsync_dir")] + [Change("write", offset=i, data=b"x") for i in range(9)]
     with pytest.raises(ValueError, match="unsynced"):
         list(crash_states(changes))
+
+
+def test_the_powerloss_command_reports_each_class_apart(capsys):
+    assert crashlab_main(["powerloss", "--quick", "--classes", "lesson"]) == 0
+    out = capsys.readouterr().out
+    assert "lesson (JSONLTranscript)" in out and "lab (DurableTranscript)" not in out
+    assert "0 findings" in out and out.strip().endswith(" passed, 0 failed")
+
+
+def test_the_powerloss_command_fails_on_a_finding_of_either_class(capsys, monkeypatch):
+    def campaign(subject, **options):
+        report = PowerLossReport(subject)
+        report.add(StateCheck(PREFIX_CLEAN, None, CrashState(b"", frozenset(), "fine")))
+        if subject == LESSON:
+            report.add(StateCheck("FINDING", "acknowledged events 1..1 are missing",
+                                  CrashState(b"", frozenset({1}), "planted")))
+        return report
+
+    monkeypatch.setattr(cli, "power_loss_campaign", campaign)
+    assert crashlab_main(["powerloss", "--quick"]) == 1
+    out = capsys.readouterr().out
+    assert "FINDING (lesson): acknowledged events 1..1 are missing" in out
+    assert out.strip().endswith("2 passed, 1 failed")  # 3 states, 1 of them a finding
+    assert crashlab_main(["powerloss", "--quick", "--classes", "lab"]) == 0
+
+
+@pytest.mark.slow
+def test_the_lessons_full_power_loss_campaign_tears_every_byte_and_finds_nothing(tmp_path):
+    # The every-byte campaign `python -m s09_jsonl_transcript.crashlab powerloss` runs (about a minute).
+    report = power_loss_campaign(subject=LESSON, root=tmp_path)
+    assert report.ok, [(check.finding, check.state.description) for check in report.findings[:3]]
+    assert report.states > report.repair_states > 10 * len(record_workload(tmp_path / "w", subject=LESSON).written)
+    assert {ABSENT, PREFIX_CLEAN, PREFIX_TORN, FAILS_CLOSED} == set(report.outcomes)

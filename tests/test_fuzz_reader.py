@@ -1,5 +1,9 @@
 """Campaign 6: hostile input. Whatever bytes a transcript file holds, only the kit's errors escape.
 
+Against both classes: every property draws its reader, the lab's DurableTranscript (chain
+off or on) or the lesson's code.JSONLTranscript. Where a file uses nothing only the lab
+knows (batches, the chain), the lesson's reader must return what the lab's returns.
+
 The default run tries a few hundred examples per property; the long run sets
 S09_FUZZ_EXAMPLES (for example 5000), as .ci/run does.
 """
@@ -15,6 +19,7 @@ from hypothesis import strategies as st
 
 from s09_jsonl_transcript.cli import inspect_transcript
 from s09_jsonl_transcript.code import TranscriptCorruptionError, TranscriptValidationError, ticking_clock
+from s09_jsonl_transcript.crashlab.subjects import LAB, LESSON, open_transcript
 from s09_jsonl_transcript.crashlab.workload import workload_event
 from s09_jsonl_transcript.lab import DurableTranscript
 
@@ -23,19 +28,30 @@ fuzz = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[Hea
 NAME = "fuzz.jsonl"  # every file has the same session id, so valid records can be spliced in
 
 
-def _valid_file(integrity: bool, count: int) -> bytes:
+LAB_PLAIN, LAB_CHAINED, LESSON_PLAIN = (LAB, False), (LAB, True), (LESSON, False)
+READERS = (LAB_PLAIN, LAB_CHAINED, LESSON_PLAIN)  # (class, integrity): the lesson's class has no chain
+readers = st.sampled_from(READERS)
+
+
+def _valid_file(subject: str, integrity: bool, count: int) -> bytes:
+    """count workload events: one batch in the lab, one append each with the lesson's class (it has no batches)."""
     with tempfile.TemporaryDirectory() as folder:
-        with DurableTranscript(Path(folder) / NAME, integrity=integrity, clock=ticking_clock()) as writer:
-            writer.append_batch([workload_event(n) for n in range(1, count + 1)])
+        with open_transcript(subject, Path(folder) / NAME, integrity=integrity, clock=ticking_clock()) as writer:
+            events = [workload_event(n) for n in range(1, count + 1)]
+            if subject == LAB:
+                writer.append_batch(events)
+            else:
+                for event in events:
+                    writer.append(event)
         return (Path(folder) / NAME).read_bytes()
 
 
-VALID = {integrity: _valid_file(integrity, 6) for integrity in (False, True)}
+VALID = {reader: _valid_file(*reader, 6) for reader in READERS}
 
 
-def _read_everything(path: Path, integrity: bool):
+def _read_everything(path: Path, subject: str, integrity: bool):
     """Every way the kit reads a file; return the events, or None when it reported corruption."""
-    transcript = DurableTranscript(path, integrity=integrity)
+    transcript = open_transcript(subject, path, integrity=integrity)
     try:
         events = transcript.read_events()
     except TranscriptCorruptionError:
@@ -45,35 +61,53 @@ def _read_everything(path: Path, integrity: bool):
             read()
         except TranscriptCorruptionError:
             pass
-    report = inspect_transcript(path, integrity=integrity)
-    assert (report["corruption"] is None) == (events is not None)
+    if subject == LAB:
+        report = inspect_transcript(path, integrity=integrity)
+        assert (report["corruption"] is None) == (events is not None)
+    elif not _uses_what_only_the_lab_knows(path.read_bytes()):
+        assert _lab_events(path) == events  # the two classes share the checks of every record
     return events
 
 
-def _append_after(path: Path, integrity: bool, events_before) -> None:
+def _uses_what_only_the_lab_knows(data: bytes) -> bool:
+    """True when the bytes may hold a batch or a chain field, which only the lab's reader checks."""
+    return b"batch" in data or b"chain" in data or b"\\u" in data  # \u escapes could spell those names
+
+
+def _lab_events(path: Path):
+    try:
+        return DurableTranscript(path).read_events()
+    except TranscriptCorruptionError:
+        return None
+
+
+def _append_after(path: Path, subject: str, integrity: bool, events_before) -> None:
     """A fresh writer either refuses with a kit error or continues the file by exactly one event."""
     try:
-        with DurableTranscript(path, integrity=integrity) as writer:
+        with open_transcript(subject, path, integrity=integrity) as writer:
             writer.append(workload_event(1))
     except TranscriptCorruptionError:
         return
+    # The lesson's writer reads the whole file when it opens: it never continues a damaged one.
+    assert subject == LAB or events_before is not None
     try:
-        after = DurableTranscript(path, integrity=integrity).read_events()
+        after = open_transcript(subject, path, integrity=integrity).read_events()
     except TranscriptCorruptionError:
         # Only a file that was already damaged before the last line may stay unreadable:
-        # the writer checks the tail it continues, not every line before it.
+        # the lab's writer checks the tail it continues, not every line before it.
         assert events_before is None
         return
     if events_before is not None:
         assert after[:-1] == events_before and len(after) == len(events_before) + 1
 
 
-def _check_file(data: bytes, integrity: bool) -> list | None:
+def _check_file(data: bytes, reader=LAB_PLAIN) -> list | None:
+    subject, integrity = reader
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / NAME
         path.write_bytes(data)
-        events = _read_everything(path, integrity)
-        _append_after(path, integrity, events)
+        events = _read_everything(path, subject, integrity)
+        _append_after(path, subject, integrity, events)
         return events
 
 
@@ -83,13 +117,13 @@ def _events_of(data: bytes, integrity: bool) -> list:
         return DurableTranscript(Path(folder) / NAME, integrity=integrity).read_events()
 
 
-REFERENCE = _events_of(VALID[True], True)  # what the undamaged chained file holds
+REFERENCE = _events_of(VALID[LAB_CHAINED], True)  # what the undamaged chained file holds
 
 
 @fuzz
-@given(data=st.binary(max_size=600), integrity=st.booleans())
-def test_arbitrary_bytes_raise_only_the_kits_errors(data, integrity):
-    _check_file(data, integrity)
+@given(data=st.binary(max_size=600), reader=readers)
+def test_arbitrary_bytes_raise_only_the_kits_errors(data, reader):
+    _check_file(data, reader)
 
 
 @fuzz
@@ -97,10 +131,11 @@ def test_arbitrary_bytes_raise_only_the_kits_errors(data, integrity):
     st.binary(max_size=40),
     st.sampled_from([b"{}", b"[]", b"null", b'{"type":"message"}', b'{"sequence":1}', b"NaN", b"1e999",
                      b'{"type":"message","role":"user","content":"\\ud800"}', b"\xef\xbb\xbf{}"]),
-    st.sampled_from(VALID[False].split(b"\n")[:-1]),
-), max_size=8), end=st.sampled_from([b"", b"\n"]), integrity=st.booleans())
-def test_line_shaped_input_raises_only_the_kits_errors(lines, end, integrity):
-    _check_file(b"\n".join(lines) + end, integrity)
+    st.sampled_from(VALID[LAB_PLAIN].split(b"\n")[:-1]),
+    st.sampled_from(VALID[LESSON_PLAIN].split(b"\n")[:-1]),
+), max_size=8), end=st.sampled_from([b"", b"\n"]), reader=readers)
+def test_line_shaped_input_raises_only_the_kits_errors(lines, end, reader):
+    _check_file(b"\n".join(lines) + end, reader)
 
 
 damage_step = st.one_of(
@@ -130,27 +165,30 @@ def _damaged(data: bytes, steps) -> bytes:
 
 
 @fuzz
-@given(steps=st.lists(damage_step, min_size=1, max_size=4), integrity=st.booleans())
-def test_damaged_transcripts_raise_only_the_kits_errors(steps, integrity):
-    _check_file(_damaged(VALID[integrity], steps), integrity)
+@given(steps=st.lists(damage_step, min_size=1, max_size=4), reader=readers)
+def test_damaged_transcripts_raise_only_the_kits_errors(steps, reader):
+    _check_file(_damaged(VALID[reader], steps), reader)
 
 
 @fuzz
 @given(steps=st.lists(damage_step, min_size=1, max_size=4))
 def test_with_the_chain_a_damaged_file_reads_as_a_prefix_or_fails(steps):
-    events = _check_file(_damaged(VALID[True], steps), True)
+    events = _check_file(_damaged(VALID[LAB_CHAINED], steps), LAB_CHAINED)
     if events is not None:
         assert events == REFERENCE[: len(events)]
 
 
-def test_with_the_chain_a_record_stripped_of_its_envelope_is_caught(tmp_path):
-    # A line with no envelope field looks like a line from before the envelope existed; its
-    # chain must still be checked. Hypothesis found this as: delete 62 bytes at 3, truncate at 295.
-    first = VALID[True].split(b"\n")[0]
+@pytest.mark.parametrize("reader", READERS, ids=["lab", "lab-chained", "lesson"])
+def test_a_record_stripped_of_its_envelope_is_caught(tmp_path, reader):
+    # Hypothesis found this as: delete 62 bytes at 3, truncate at 295. Since the split, a line
+    # with no envelope is refused by every reader (once the chain had to catch it).
+    subject, integrity = reader
+    first = VALID[reader].split(b"\n")[0]
     stripped = first[: first.index(b'"schema_version"')] + first[first.index(b'"recorded_at"'):]
     (tmp_path / NAME).write_bytes(stripped + b"\n")
-    with pytest.raises(TranscriptCorruptionError, match="chain"):
-        DurableTranscript(tmp_path / NAME, integrity=True).read_events()
+    with pytest.raises(TranscriptCorruptionError, match="no envelope") as caught:
+        open_transcript(subject, tmp_path / NAME, integrity=integrity).read_events()
+    assert caught.value.line_number == 1
 
 
 def test_append_refuses_a_record_over_the_limit(tmp_path):

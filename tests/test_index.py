@@ -374,3 +374,50 @@ def test_the_command_line_reports_a_locked_index_with_status_1(root, capsys):
         assert "notes/chat" in capsys.readouterr().out
     finally:
         holder.close()
+
+
+# --------------------------------------------------------------------------- issue 20: rewind, unfinished turns
+
+
+def test_a_rewound_message_is_neither_counted_nor_found(tmp_path):
+    from s09_jsonl_transcript import turns
+
+    transcript = DurableTranscript.for_session(tmp_path, "ws", "s1", new=True)
+    transcript.append({"type": "message", "role": "user", "content": "keep this question"})
+    transcript.append({"type": "message", "role": "assistant", "content": "an answer taken back"})
+    transcript.append(turns.rewind_event(1))
+    transcript.close()
+    index = TranscriptIndex(tmp_path)
+    index.sync()
+    for answer in (index.search("taken back"), TranscriptIndex(tmp_path, tmp_path / "missing.db").search("taken")):
+        assert answer.rows == []  # from the index and from the JSONL scan
+    assert index.search("keep this").rows[0].sequence == 1
+    (row,) = index.sessions().rows
+    assert row.event_count == 1 and row.last_sequence == 3
+
+
+def test_a_harness_starting_up_lists_the_sessions_with_an_unfinished_turn(tmp_path, capsys):
+    from s09_jsonl_transcript import index as index_module
+    from s09_jsonl_transcript import turns
+
+    def session(workspace, name, events):
+        with DurableTranscript.for_session(tmp_path, workspace, name, new=True) as transcript:
+            for event in events:
+                transcript.append(event)
+
+    session("ws", "done", [turns.turn_start_event(1), turns.turn_end_event(1, "complete")])
+    session("ws", "open", [turns.turn_start_event(1), turns.turn_end_event(1, "complete"), turns.turn_start_event(2)])
+    session("ws", "paused", [turns.turn_start_event(1), turns.command_event(turns.TYPE_PAUSE)])
+    session("other", "plain", [{"type": "message", "role": "user", "content": "no markers"}])
+    session("other", "rewound", [turns.turn_start_event(1), turns.turn_end_event(1, "complete"),
+                                 turns.turn_start_event(2), turns.turn_end_event(2, "error"), turns.rewind_event(3)])
+    damaged = tmp_path / "projects" / "other" / "damaged.jsonl"
+    damaged.write_bytes(b'{"not": "a record"}\n')
+    found = index_module.unfinished_sessions(tmp_path)
+    assert [(s.workspace, s.session_id) for s in found] == [
+        ("other", "damaged"), ("other", "rewound"), ("ws", "open"), ("ws", "paused")]
+    assert found[1].status.open_turn == 2 and found[2].status.decision == turns.RERUN
+    assert found[0].status is None and found[0].problem
+    assert main(["--root", str(tmp_path), "unfinished"]) == 0
+    out = capsys.readouterr().out
+    assert "ws/open  [turn 2 never ended (running): resume the unfinished turn]" in out

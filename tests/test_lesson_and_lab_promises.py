@@ -1,4 +1,4 @@
-"""Every promise the lesson makes, held by both classes: code.JSONLTranscript and lab.DurableTranscript (issue 18).
+"""Every promise the lesson makes, held by both classes: code.DurableTranscript and lab.DurableTranscript (issue 18).
 
 Sections 1-4 are the lesson's own promises; section 5 the correctness bugs found by using the
 library as its users would (each of those tests failed on the library before the split).
@@ -18,7 +18,6 @@ import pytest
 
 from s09_jsonl_transcript.code import (
     SCHEMA_VERSION,
-    JSONLTranscript,
     MemorySelectionError,
     TranscriptCorruptionError,
     TranscriptLockedError,
@@ -28,7 +27,7 @@ from s09_jsonl_transcript.code import (
 from s09_jsonl_transcript.lab import DurableTranscript
 
 REPO = Path(__file__).resolve().parents[1]
-BOTH = pytest.mark.parametrize("cls", [JSONLTranscript, DurableTranscript], ids=["lesson", "lab"])
+BOTH = pytest.mark.parametrize("cls", [DurableTranscript, DurableTranscript], ids=["lesson", "lab"])
 
 
 def message(text, role="user"):
@@ -113,8 +112,8 @@ def test_one_writer_per_file_across_processes(cls, tmp_path):
     path = tmp_path / "s.jsonl"
     holder = textwrap.dedent(f"""
         import sys
-        from s09_jsonl_transcript.code import JSONLTranscript
-        transcript = JSONLTranscript({str(path)!r})
+        from s09_jsonl_transcript.code import DurableTranscript
+        transcript = DurableTranscript({str(path)!r})
         transcript.append({{"type": "message", "role": "user", "content": "mine"}})
         print("holding", flush=True)
         sys.stdin.readline()

@@ -1,4 +1,4 @@
-"""The lesson map (README and notebook 1) links every section of the lesson text to a place that exists.
+"""The lesson map (docs/teaching.md in both languages, and notebook 1) links every lesson section to a place.
 
 Each notebook place names a heading; the test for that notebook fails until the heading is there,
 so a renamed heading, or a map that points at a heading not written yet, is caught. The map exists
@@ -24,8 +24,8 @@ from s09_jsonl_transcript.lessons.lesson_map import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
-README_ZH = REPO / "README.zh-CN.md"
+TEACHING = REPO / "docs" / "teaching.md"
+TEACHING_ZH = REPO / "docs" / "zh" / "teaching.md"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 HEADINGS_BY_NOTEBOOK = defaultdict(set)
@@ -39,14 +39,6 @@ for _, _, places in lesson_map("en"):
 def english_afterwards():
     yield
     i18n.use("en")
-
-
-def readme_section(title: str) -> str:
-    """The body of one '## title' section of the README, up to the next '## ' heading."""
-    text = README.read_text(encoding="utf-8")
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", text, flags=re.S | re.M)
-    assert match, f"the README has no '## {title}' section"
-    return match.group(1)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -116,18 +108,14 @@ def test_a_heading_without_a_translation_is_shown_in_english(tmp_path):
     assert translated_heading("notebooks/en/01_events_on_disk.ipynb", "No such heading", "zh") == "No such heading"
 
 
-def test_the_readme_shows_the_map_right_after_the_five_ideas():
-    text = README.read_text(encoding="utf-8")
-    headings = re.findall(r"^## (.+)$", text, flags=re.M)
-    assert headings[headings.index("The lesson in five ideas") + 1] == "The lesson map"
-    assert lesson_map_markdown(".") in readme_section("The lesson map")
-    assert lesson_map_markdown(".") == lesson_map_markdown(".", language="en")
+def test_the_teaching_page_shows_the_map_with_links_from_its_folder():
+    text = TEACHING.read_text(encoding="utf-8")
+    assert "## The lesson map" in text
+    assert lesson_map_markdown("docs", language="en") in text
 
 
-def test_the_chinese_readme_shows_the_chinese_map():
-    if not README_ZH.is_file():
-        pytest.skip("README.zh-CN.md is written by the lead")
-    assert lesson_map_markdown(".", language="zh") in README_ZH.read_text(encoding="utf-8")
+def test_the_chinese_teaching_page_shows_the_chinese_map():
+    assert lesson_map_markdown("docs/zh", language="zh") in TEACHING_ZH.read_text(encoding="utf-8")
 
 
 def test_the_chinese_map_is_chinese_and_links_the_chinese_kit():
@@ -172,3 +160,13 @@ def test_links_from_the_notebooks_folder_climb_out_of_it():
     chinese = lesson_map_markdown("notebooks/zh", language="zh")
     exercises = "exercises/zh" if (REPO / "exercises" / "zh" / "ex01_last_turn_replay.ipynb").is_file() else "exercises"
     assert "](02_crash_injection.ipynb)" in chinese and f"](../../{exercises}/ex01_last_turn_replay.ipynb)" in chinese
+
+
+def test_notebook_9_shows_the_lesson_s_comparison_with_real_agents_formats():
+    rows = {section: places for section, _, places in lesson_map("en")}
+    nb9 = "notebooks/en/09_your_agents_transcript.ipynb"
+    for section in ("WorkBuddy 架构对照 · 事件格式", "WorkBuddy 架构对照 · 文件位置", "练习 1. 截断回放",
+                    "常见误区：对任意坏行都静默跳过"):
+        assert nb9 in [place.path for place in rows[section]], section
+    chinese = Place(nb9, "A partial tail").in_language("zh")
+    assert chinese.path == "notebooks/zh/09_your_agents_transcript.ipynb" and chinese.heading == "这里的 partial tail"

@@ -53,16 +53,16 @@ def test_the_stream_button_streams_a_turn_the_subscriber_shows(log):
     before = view.screen.value
     view.button.click()
     assert view.screen.value != before
-    assert view.deltas_seen == len(live_session.reply_pieces()) and len(view.committed) == 4
-    assert "4 committed events" in view.screen.value and "streaming" not in view.screen.value  # overlay gone
+    assert view.deltas_seen == len(live_session.reply_pieces()) and len(view.committed) == 5  # with part_start
+    assert "5 committed events" in view.screen.value and "streaming" not in view.screen.value  # overlay gone
     assert view.status.value.startswith("turn 1:")
     events = DurableTranscript(log.transcript.path).read_events()
-    assert [e["type"] for e in events] == ["turn_start", "message", "message", "turn_end"]
-    assert events[2]["content"] == live_child.REPLY
+    assert [e["type"] for e in events] == ["turn_start", "message", "part_start", "message", "turn_end"]
+    assert events[3]["content"] == live_child.REPLY and events[3]["part_id"] == events[2]["part_id"]
     assert [kind for kind, _ in view.timeline].count("delta") == view.deltas_seen
     shown = view.screen.value
     view.button.click()  # a second press streams a second turn: the result changes again
-    assert view.screen.value != shown and "8 committed events" in view.screen.value
+    assert view.screen.value != shown and "10 committed events" in view.screen.value
     assert "s09-main-control" in view.button._dom_classes and "s09-result" in view.screen._dom_classes
 
 
@@ -83,7 +83,7 @@ def test_the_view_shows_a_part_while_it_streams_and_a_refusal_when_no_turn_can_s
 def test_a_crash_in_the_middle_of_a_stream_keeps_committed_events_and_no_delta(tmp_path):
     crash = live_session.crash_mid_stream(tmp_path / "crash.jsonl", deltas=5)
     assert crash.client_deltas == tuple(live_session.reply_pieces()[:5])
-    assert crash.client_committed == crash.file_sequences == (1, 2, 3)
+    assert crash.client_committed == crash.file_sequences == (1, 2, 3, 4)  # 4: the stream's part_start
     assert crash.deltas_in_file == 0 and "".join(crash.client_deltas).strip() not in crash.file_text
     assert crash.status.state == turns.RUNNING and crash.status.pending_calls == ("call_1",)
     assert "deltas found in it: 0" in str(crash)
@@ -238,11 +238,11 @@ def test_the_stream_button_in_chinese_streams_a_turn_and_says_so_in_chinese(log,
     assert view.status.value == f"turn 1：{pieces} 个增量，然后提交 1 个最终 part"
     assert view.screen.value != before
     assert view.screen.value.startswith(
-        f"<b>4 个已提交事件</b>（在磁盘上，有 sequence）&middot; 收到 <b>{pieces} 个增量</b>")
+        f"<b>5 个已提交事件</b>（在磁盘上，有 sequence）&middot; 收到 <b>{pieces} 个增量</b>")
     assert "committed" not in view.screen.value and "deltas" not in view.screen.value
     shown = view.screen.value
     view.button.click()
-    assert view.screen.value != shown and "<b>8 个已提交事件</b>" in view.screen.value
+    assert view.screen.value != shown and "<b>10 个已提交事件</b>" in view.screen.value
     assert view.status.value.startswith("turn 2：")
 
 
@@ -251,7 +251,7 @@ def test_the_part_being_streamed_and_a_refusal_in_chinese(log, chinese):
     log.start_turn()
     log.open_stream().delta("half of it")
     view.subscription.wait_delivered()
-    assert "part-1 正在流式输出（只在内存中）：half of it" in view.screen.value
+    assert "part-2 正在流式输出（只在内存中）：half of it" in view.screen.value  # part-<its part_start's sequence>
     view.button.click()  # a turn is open: refused, and the library's reason is quoted as it is (English)
     assert view.status.value.startswith("拒绝：turn 2 started while turn 1 was open")
 
@@ -314,8 +314,8 @@ def test_without_the_cjk_font_a_chinese_drawing_fails(chinese):
 def test_a_crash_in_the_middle_of_a_stream_said_in_chinese(tmp_path, chinese):
     crash = live_session.crash_mid_stream(tmp_path / "crash.jsonl", deltas=3)
     lines = str(crash).splitlines()
-    assert lines[0].startswith("客户端收到 3 个已提交事件 [1, 2, 3] 和 3 个增量：'I read calc.py: add() returns ")
-    assert lines[1] == "文件里有 3 个已提交事件 [1, 2, 3]；在文件里找到的增量：0 个"
+    assert lines[0].startswith("客户端收到 4 个已提交事件 [1, 2, 3, 4] 和 3 个增量：'I read calc.py: add() returns ")
+    assert lines[1] == "文件里有 4 个已提交事件 [1, 2, 3, 4]；在文件里找到的增量：0 个"
     assert lines[2] == "新进程读出：running：继续未完成的 turn 1；待回应的工具调用：['call_1']"
 
 
@@ -324,21 +324,21 @@ def test_cursors_reconnects_and_hand_overs_said_in_chinese(log, chinese):
     view.stream()
     on_disk = DurableTranscript(log.transcript.path).read_events()
     assert live_session.subscriber_and_file(view, on_disk).splitlines()[:2] == [
-        f"订阅者：{len(live_session.reply_pieces())} 个增量，4 个已提交事件",
-        "文件：4 行，类型 ['turn_start', 'message', 'message', 'turn_end']"]
+        f"订阅者：{len(live_session.reply_pieces())} 个增量，5 个已提交事件",
+        "文件：5 行，类型 ['turn_start', 'message', 'part_start', 'message', 'turn_end']"]
     live_session.chat(log, 3)
     pages = [log.page_back(6), log.page_back(6, log.page_back(6).cursor)]
-    assert live_session.cursor_reads(log, 14, log.read_from(14), pages).splitlines() == [
-        "最后的 sequence：16", "游标 14 之后：[15, 16]", "第 1 页：事件 11-16", "第 2 页：事件 5-10"]
+    assert live_session.cursor_reads(log, 18, log.read_from(19), pages).splitlines() == [
+        "最后的 sequence：20", "游标 18 之后：[19, 20]", "第 1 页：事件 15-20", "第 2 页：事件 9-14"]
     client = live_session.Client(log)
     client.connect()
     client.disconnect()
-    assert client.where() == "在游标 16 处断开"
+    assert client.where() == "在游标 20 处断开"
     live_session.chat(log, 1)
     client.connect()
-    assert client.where() == "已连接，游标 16"
+    assert client.where() == "已连接，游标 20"
     client.read()
-    assert client.report() == "经 2 次连接收到 sequence 1-20（日志已到 20）：无缺口、无重复、顺序正确"
+    assert client.report() == "经 2 次连接收到 sequence 1-25（日志已到 25）：无缺口、无重复、顺序正确"
     client.received.append(3)
     assert client.report().endswith("缺口：[]，重复：[3]")
 

@@ -274,6 +274,42 @@ def test_an_unknown_tool_is_taken_to_change_the_world():
     assert "idempotency key" in production.recovery_plan(events).action
 
 
+# Seed 002's own example, cut after its tool_use: a write that may have happened (issue 20).
+SEED_002_CUT = [
+    {"type": "turn_start", "timestamp": "2025-01-15T10:30:00.001Z", "uuid": "a1b2", "turn_number": 1,
+     "reason": "user_initiated"},
+    {"type": "user_message", "timestamp": "2025-01-15T10:30:00.002Z", "uuid": "c3d4",
+     "content": "create a Python HTTP server", "role": "user"},
+    {"type": "tool_use", "timestamp": "2025-01-15T10:30:02.100Z", "uuid": "e5f6", "tool_name": "write",
+     "arguments": {"path": "server.py", "content": "..."}, "parent_message_uuid": "g7h8"},
+]
+
+
+@pytest.mark.parametrize("keep", [2, 3])
+def test_an_event_the_kit_does_not_understand_is_never_called_harmless(keep):
+    events = [{**event, "sequence": n} for n, event in enumerate(SEED_002_CUT[:keep], 1)]
+    plan = production.recovery_plan(events)
+    assert "nothing in it changed the world" not in plan.action
+    assert "does not understand" in plan.action and "ask the user" in plan.action
+    assert SEED_002_CUT[keep - 1]["type"] in plan.action
+
+
+def test_an_unknown_event_in_a_log_without_markers_is_not_replayed_as_usual():
+    events = [{**event, "sequence": n} for n, event in enumerate(SEED_002_CUT[1:], 1)]
+    plan = production.recovery_plan(events)
+    assert "does not understand" in plan.action and "tool_use" in plan.action
+
+
+def test_a_newer_schema_event_is_not_understood_either():
+    events = prefix(9) + [{"type": "message", "role": "user", "content": "x", "schema_version": 99}]
+    events = [*events, {**turn_start_event(2), "sequence": 11}, {**events[-1], "sequence": 12}]
+    assert "does not understand" in production.recovery_plan(events).action
+
+
+def test_a_turn_of_known_events_is_still_said_to_change_nothing():
+    assert production.recovery_plan(prefix(2)).action.startswith("resume turn 1: nothing in it changed the world")
+
+
 def test_the_table_has_one_row_per_run_of_equal_plans_and_covers_every_point():
     rows = production.crash_points()
     html = production.crash_point_table(rows).data

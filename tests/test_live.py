@@ -17,7 +17,7 @@ from s09_jsonl_transcript.live import (
     SessionEventLog,
     is_delta,
     page_back,
-    read_from,
+    read_after,
 )
 from s09_jsonl_transcript.timeouts import ManualClock
 
@@ -30,6 +30,14 @@ def message(n, role="user"):
 def log(tmp_path):
     with SessionEventLog.create(tmp_path / "live.jsonl", clock=ManualClock()) as opened:
         yield opened
+
+
+def drain(subscription):
+    """Poll until nothing more comes: a queue that overflowed is refilled from the file on the next poll."""
+    items = []
+    while batch := subscription.poll():
+        items += batch
+    return items
 
 
 def sequences(items):
@@ -45,9 +53,10 @@ def file_events(log):
 
 def test_deltas_reach_subscribers_and_never_the_file(log):
     log.start_turn()
-    subscription = log.subscribe(log.last_sequence)
+    subscription = log.subscribe(after_sequence=log.last_sequence)
+    stream = log.open_stream("text")  # inside a turn its beginning is committed (part_start)
+    assert file_events(log)[-1]["type"] == "part_start" and subscription.poll()[-1]["part_id"] == stream.part_id
     before = log.transcript.path.read_bytes()
-    stream = log.open_stream("text")
     pieces = [stream.delta(text) for text in ("Add", "ing a ", "test")]
     assert log.transcript.path.read_bytes() == before  # not a byte written
     assert subscription.poll() == pieces
@@ -65,8 +74,9 @@ def test_a_late_subscriber_replays_committed_events_and_no_delta(log):
     stream.delta("thinking ")
     stream.delta("hard")
     stream.commit({"type": "reasoning", "content": stream.text})
-    items = log.subscribe(0).poll()
-    assert [item["type"] for item in items] == ["turn_start", "reasoning"] and not any(map(is_delta, items))
+    items = log.subscribe(after_sequence=0).poll()
+    assert [item["type"] for item in items] == ["turn_start", "part_start", "reasoning"]
+    assert not any(map(is_delta, items))
 
 
 def test_a_stream_ends_with_its_commit(log):
@@ -88,18 +98,18 @@ def test_a_turn_cannot_complete_before_its_streams_commit_their_final_part(log):
     log.start_turn()
     stream = log.open_stream("text")
     stream.delta("half a rep")
-    with pytest.raises(CommitRefused, match="part-1 has no committed final part"):
+    with pytest.raises(CommitRefused, match=f"{stream.part_id} has no committed final part"):
         log.end_turn(1)
-    assert file_events(log)[-1]["type"] == "turn_start"  # nothing written
+    assert file_events(log)[-1]["type"] == "part_start"  # nothing written after the stream's beginning
     record = log.end_turn(1, turns.REASON_USER_INTERRUPT)
-    assert record["unfinished_parts"] == ["part-1"]  # reported, durably
+    assert record["unfinished_parts"] == [stream.part_id]  # reported, durably
     assert stream.outcome == "unfinished" and log.open_parts() == {}
     with pytest.raises(RuntimeError, match="unfinished"):
         stream.delta("ly")
 
 
 def test_emit_delta_takes_only_deltas(log):
-    subscription = log.subscribe(0)
+    subscription = log.subscribe(after_sequence=0)
     log.emit_delta(Delta("p", "text", "x", 0))
     assert subscription.poll() == [Delta("p", "text", "x", 0)]
     with pytest.raises(TypeError):
@@ -122,16 +132,16 @@ def twenty(log):
 @pytest.mark.parametrize("cursor", [0, 1, 10, 12, 15, 19, 20])
 def test_read_from_returns_exactly_the_events_after_the_cursor(twenty, cursor):
     expected = list(range(cursor + 1, 21))
-    assert sequences(twenty.read_from(cursor)) == expected
-    assert sequences(read_from(DurableTranscript(twenty.transcript.path), cursor)) == expected  # any reader
+    assert sequences(twenty.read_after(cursor)) == expected
+    assert sequences(read_after(DurableTranscript(twenty.transcript.path), cursor)) == expected  # any reader
 
 
 @pytest.mark.parametrize("cursor", [21, -1, 1.5, True])
 def test_a_bad_or_future_cursor_is_refused(twenty, cursor):
     with pytest.raises(ValueError, match="cursor"):
-        twenty.read_from(cursor)
+        twenty.read_after(cursor)
     with pytest.raises(ValueError, match="cursor"):
-        twenty.subscribe(cursor)
+        twenty.subscribe(after_sequence=cursor)
 
 
 def test_paging_back_visits_every_event_once_in_order(twenty):
@@ -152,7 +162,7 @@ def test_read_from_fails_closed_when_the_file_lost_events(twenty):
     lines = data.split(b"\n")
     twenty.transcript.path.write_bytes(b"\n".join(lines[:5] + lines[6:]))  # event 6 removed
     with pytest.raises(TranscriptCorruptionError):
-        twenty.read_from(2)
+        twenty.read_after(2)
 
 
 @pytest.fixture
@@ -191,7 +201,7 @@ def test_cursor_reads_read_what_they_return_plus_about_one_block(tmp_path, count
     block = 64 * 1024
 
     counting_reads.clear()
-    events = log.read_from(59_900)
+    events = log.read_after(59_900)
     assert sequences(events) == list(range(59_901, 60_001))
     returned = sum(len(json.dumps(event)) for event in events)
     assert sum(counting_reads) <= returned + block, (sum(counting_reads), returned)
@@ -204,7 +214,7 @@ def test_cursor_reads_read_what_they_return_plus_about_one_block(tmp_path, count
     assert path.stat().st_size > 100 * sum(counting_reads)
 
     counting_reads.clear()
-    subscription = log.subscribe(59_950)
+    subscription = log.subscribe(after_sequence=59_950)
     assert sequences(subscription.poll()) == list(range(59_951, 60_001))
     assert sum(counting_reads) <= block
     log.close()
@@ -214,25 +224,25 @@ def test_cursor_reads_read_what_they_return_plus_about_one_block(tmp_path, count
 
 
 def test_a_subscriber_gets_the_past_after_its_cursor_then_live_events_in_order(twenty):
-    subscription = twenty.subscribe(17)
+    subscription = twenty.subscribe(after_sequence=17)
     twenty.commit(message(21))
     stream = twenty.open_stream()
     piece = stream.delta("live")
     twenty.commit(message(22))
     items = subscription.poll()
     assert sequences(items) == [18, 19, 20, 21, 22] and items[4] == piece
-    assert subscription.cursor == 22
+    assert subscription.delivered_upto == 22
 
 
 def test_a_client_that_reconnects_from_its_cursor_misses_nothing_and_repeats_nothing(twenty):
-    first = twenty.subscribe(0)
+    first = twenty.subscribe(after_sequence=0)
     seen = sequences(first.poll())
     first.release()
     twenty.commit(message(21))  # while the client is away
     twenty.open_stream().delta("missed: deltas are not replayed")
     twenty.commit(message(22))
     assert first.poll() == []  # a released subscription gets nothing
-    second = twenty.subscribe(first.cursor)
+    second = twenty.subscribe(from_sequence=first.next_sequence)
     twenty.commit(message(23))
     seen += sequences(second.poll())
     assert seen == list(range(1, 24))
@@ -245,11 +255,11 @@ def test_callbacks_run_on_the_subscriptions_own_thread_in_order(twenty):
         threads.add(threading.current_thread().name)
         got.append(item)
 
-    subscription = twenty.subscribe(10, on_event=on_event)
+    subscription = twenty.subscribe(after_sequence=10, on_event=on_event)
     for n in range(21, 31):
         twenty.commit(message(n))
     assert subscription.wait_delivered()
-    assert sequences(got) == list(range(11, 31)) and subscription.cursor == 30
+    assert sequences(got) == list(range(11, 31)) and subscription.delivered_upto == 30
     assert threads == {subscription.name} and threading.current_thread().name not in threads
     with pytest.raises(RuntimeError, match="pull mode"):
         subscription.poll()
@@ -262,7 +272,7 @@ def test_a_failing_callback_ends_only_its_subscription(twenty):
     def explode(item):
         raise ValueError("the client went away")
 
-    broken, healthy = twenty.subscribe(20, on_event=explode), twenty.subscribe(20)
+    broken, healthy = twenty.subscribe(after_sequence=20, on_event=explode), twenty.subscribe(after_sequence=20)
     twenty.commit(message(21))
     broken.wait_delivered()
     twenty.commit(message(22))
@@ -275,7 +285,7 @@ def test_a_callback_may_commit_without_deadlocking_the_writer(log):
         if not is_delta(item) and item["type"] == "message" and item["role"] == "user":
             log.commit({"type": "message", "role": "assistant", "content": "echo " + item["content"]})
 
-    subscription = log.subscribe(0, on_event=answer)
+    subscription = log.subscribe(after_sequence=0, on_event=answer)
     log.commit(message(1))
     assert subscription.wait_delivered(timeout=10)
     log.commit(message(2))
@@ -286,7 +296,7 @@ def test_a_callback_may_commit_without_deadlocking_the_writer(log):
 
 def test_close_releases_every_subscription(tmp_path):
     log = SessionEventLog.create(tmp_path / "s.jsonl")
-    subscriptions = [log.subscribe(0), log.subscribe(0, on_event=lambda item: None)]
+    subscriptions = [log.subscribe(after_sequence=0), log.subscribe(after_sequence=0, on_event=lambda item: None)]
     log.close()
     assert all(subscription.released for subscription in subscriptions)
 
@@ -308,11 +318,11 @@ def test_a_subscriber_attaching_while_a_thread_appends_misses_nothing_and_repeat
     subscriptions = []
     while not done.is_set() and len(subscriptions) < 200:
         cursor = log.last_sequence
-        subscriptions.append((cursor, log.subscribe(max(0, cursor - 3))))
+        subscriptions.append((cursor, log.subscribe(after_sequence=max(0, cursor - 3))))
     thread.join()
     assert len(subscriptions) >= 20
     for cursor, subscription in subscriptions:
-        got = sequences(subscription.poll())
+        got = sequences(drain(subscription))
         assert got == list(range(max(0, cursor - 3) + 1, total + 1)), (cursor, got[:5])
     log.close()
 
@@ -419,7 +429,7 @@ def test_a_refusing_builder_writes_nothing(log):
 def test_a_validated_commit_reads_what_another_writer_added_in_between(tmp_path):
     path, tearing = tmp_path / "s.jsonl", TearingFileIO()
     log = SessionEventLog.create(path, file_io=tearing)
-    subscription = log.subscribe(0)
+    subscription = log.subscribe(after_sequence=0)
     log.start_turn()
     tearing.arm(0.5)
     with pytest.raises(OSError, match="the disk is full"):
@@ -470,5 +480,5 @@ def test_replay_keeps_working_on_a_live_sessions_file(tmp_path):
         {"role": "assistant", "content": "Done."},
     ]
     state = transcript.recover()
-    assert state["pending_calls"] == [] and state["total_events"] == 9
+    assert state["pending_calls"] == [] and state["total_events"] == 10
     assert turns.session_status(transcript.read_events()).state == turns.IDLE

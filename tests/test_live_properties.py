@@ -51,7 +51,7 @@ def test_every_subscriber_sees_each_committed_event_after_its_cursor_once_in_ord
                         entry[1].append(("delta", f"d{deltas}"))
             elif operation == "attach":
                 cursor = log.last_sequence * value // 100
-                subscription = log.subscribe(cursor)
+                subscription = log.subscribe(after_sequence=cursor)
                 past = [("event", n) for n in range(cursor + 1, log.last_sequence + 1)]
                 subscribers.append([subscription, past, [], True])
             elif subscribers:

@@ -47,6 +47,7 @@ def run_writer_and_kill(path, first_number, rng):
     return [int(number) for line in complete.splitlines() for number in line.split()]
 
 
+@pytest.mark.slow  # a long campaign: the full tier runs it
 def test_every_acknowledged_event_survives_sigkill_exactly_once(tmp_path):
     rng = random.Random(9)
     path = tmp_path / "crashy.jsonl"

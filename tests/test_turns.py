@@ -316,13 +316,15 @@ def test_departure_max_tool_calls_per_turn_notice_is_an_assistant_message():
     assert events[1]["role"] == "assistant" and events[2]["reason"] == turns.REASON_COMPLETE
 
 
-def test_every_departure_has_its_test():
+def test_every_departure_row_says_design_kit_and_why_and_the_first_seven_have_their_test():
+    """The seed-002 rows kept their tests here; tests/test_seed_rows.py drives every row of both seeds."""
     tested = [name for name in globals() if name.startswith("test_departure_")]
     for row in turns.DEPARTURES:
+        assert row.keys() == {"topic", "design", "kit", "why"} and all(row.values())
+    assert len({row["topic"] for row in turns.DEPARTURES}) == len(turns.DEPARTURES)
+    for row in turns.DEPARTURES[:7]:
         slug = "test_departure_" + "_".join(row["topic"].replace(",", "").split())
         assert [name for name in tested if name.startswith(slug)], f"no test for the departure {row['topic']!r}"
-        assert row.keys() == {"topic", "design", "kit", "why"} and all(row.values())
-    assert len(tested) == len(turns.DEPARTURES)
 
 
 # --------------------------------------------------------------------------- crashes
@@ -437,6 +439,41 @@ def test_the_audit_lists_turns_without_a_summary(transcript):
     end_turn(transcript, 1, turns.REASON_ERROR)
     report = audit(transcript.read_events())
     assert report.turns_ended == 1 and report.turns_without_token_summary == [1]
+
+
+def test_the_audit_leaves_out_turn_ends_the_state_machine_rejects(transcript):
+    start_turn(transcript, 1)
+    end_turn(transcript, 1, turns.REASON_COMPLETE, DESIGN_TOKENS)
+    transcript.append({"type": "turn_end", "turn_number": 1, "reason": "complete", "token_summary": KIT_TOKENS})
+    transcript.append({"type": "turn_end", "turn_number": 7, "reason": "error", "token_summary": KIT_TOKENS})
+    report = audit(transcript.read_events())
+    assert report.turns_ended == 1 and report.end_reasons == {"complete": 1}
+    assert report.input_tokens == DESIGN_TOKENS["total_input"] and report.rejected_turn_ends == [3, 4]
+
+
+def test_the_audit_and_the_state_read_a_rewound_session_as_the_marker_says(transcript):
+    start_turn(transcript, 1)
+    end_turn(transcript, 1, turns.REASON_COMPLETE, DESIGN_TOKENS)
+    start_turn(transcript, 2)
+    end_turn(transcript, 2, turns.REASON_ERROR, KIT_TOKENS)
+    transcript.append(turns.rewind_event(2))
+    events = transcript.read_events()
+    assert [event["sequence"] for event in turns.materialize(events)] == [1, 2]
+    assert turns.session_status(events).state == turns.IDLE  # the error of turn 2 is undone
+    assert audit(events).turns_ended == 1 and audit(events).input_tokens == DESIGN_TOKENS["total_input"]
+    assert turns.materialize([*events, {**turns.rewind_event(0), "sequence": 6}]) == []
+
+
+def test_a_turn_with_a_part_start_on_disk_cannot_complete_until_its_final_part():
+    events = numbered([turn_start_event(1), turns.part_start_event("p1", "text", 1),
+                       turn_end_event(1, turns.REASON_COMPLETE)])
+    status = turns.session_status(events)
+    assert status.state == turns.RUNNING and status.open_parts == ("p1",)
+    assert "p1 has no committed final part" in status.anomalies[0].message
+    events = numbered([turn_start_event(1), turns.part_start_event("p1", "text", 1),
+                       {"type": "message", "role": "assistant", "content": "done", "part_id": "p1"},
+                       turn_end_event(1, turns.REASON_COMPLETE)])
+    assert turns.session_status(events).state == turns.IDLE and turns.session_status(events).anomalies == []
 
 
 def test_turn_markers_mixed_into_an_agent_run_do_not_change_its_messages(tmp_path):

@@ -6,7 +6,9 @@
     python -m s09_jsonl_transcript.crashlab race                   campaign 5: eight racing writers
     python -m s09_jsonl_transcript.crashlab cost                   the chain's cost per append
 
-Each ends with a line "N passed, N failed".
+Each ends with a line "N passed, N failed". kill, powerloss, damage and race run against
+both transcript classes, the lab's DurableTranscript and the lesson's code.JSONLTranscript,
+and print their results apart (--classes lab or --classes lesson runs one).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import sys
 import time
 
 from .cost import measure_integrity_cost
-from .damage_maps import ALL_BIT_MASKS, damage_campaign, damage_rows
-from .kills import kill_campaign, kill_summary
+from .damage_maps import ALL_BIT_MASKS, damage_campaign, damage_rows, verdict_mismatches
+from .kills import class_summary, kill_campaign, kill_summary
 from .powerloss import GOOD_OUTCOMES, power_loss_campaign
 from .races import race_campaign
-from .workload import ALL_MODES
+from .subjects import CLASS_NAMES, LAB, LESSON, SUBJECTS
+from .workload import ALL_MODES, subject_of
 
 
 def format_table(rows: list[dict]) -> str:
@@ -61,10 +64,15 @@ def _kill(args) -> int:
         print(f"crashlab: error: unknown --modes {', '.join(sorted(unknown))} (choose from {', '.join(ALL_MODES)})",
               file=sys.stderr)
         return 2
+    modes = tuple(mode for mode in args.modes.split(",") if subject_of(mode) in args.classes)
+    if not modes:
+        print("crashlab: error: none of --modes writes with the --classes chosen", file=sys.stderr)
+        return 2
     results = kill_campaign(args.trials, seed=args.seed, root=args.root, workers=args.workers,
-                            max_delay=args.max_delay_ms / 1000, progress=progress_bar("kills"),
-                            modes=tuple(args.modes.split(",")))
+                            max_delay=args.max_delay_ms / 1000, progress=progress_bar("kills"), modes=modes)
     print(format_table(kill_summary(results)))
+    print("\nper class:")
+    print(format_table(class_summary(results)))
     failures = [result for result in results if not result.ok]
     for result in failures[:20]:
         print(f"FAILED trial {result.trial} ({result.mode}, integrity={result.integrity}): "
@@ -79,38 +87,72 @@ def _passed_failed(passed: int, failed: int) -> int:
     return 1 if failed else 0
 
 
+def _label(subject: str) -> str:
+    return f"{subject} ({CLASS_NAMES[subject]})"
+
+
 def _powerloss(args) -> int:
-    report = power_loss_campaign(every_byte=not args.quick, repair_every_byte=args.repair_every_byte,
-                                 progress=progress_bar("power-loss states"))
-    rows = [{"outcome": outcome, "states": report.outcomes[outcome]} for outcome in GOOD_OUTCOMES]
-    rows.append({"outcome": "FINDING (lost, spliced, partial batch, foreign)", "states": len(report.findings)})
+    reports = [power_loss_campaign(every_byte=not args.quick, repair_every_byte=args.repair_every_byte,
+                                   progress=progress_bar(f"power-loss states, {subject}"), subject=subject)
+               for subject in args.classes]
+    rows = [{"outcome": outcome, **{_label(report.subject): report.outcomes[outcome] for report in reports}}
+            for outcome in GOOD_OUTCOMES]
+    rows.append({"outcome": "FINDING (lost, spliced, partial batch, foreign)",
+                 **{_label(report.subject): len(report.findings) for report in reports}})
+    rows.append({"outcome": "states checked", **{_label(report.subject): report.states for report in reports}})
     print(format_table(rows))
-    print(f"{report.states} states checked, {report.repair_states} of them crashed again during a repair")
-    for check in report.findings[:20]:
-        print(f"FINDING: {check.finding}\n  state: {check.state.description}\n  tail: {check.state.content[-120:]!r}")
-    return _passed_failed(report.states - len(report.findings), len(report.findings))
+    for report in reports:
+        print(f"{_label(report.subject)}: {report.states} states checked, {report.repair_states} of them "
+              f"crashed again during a repair, {len(report.findings)} findings")
+        for check in report.findings[:20]:
+            tail = check.state.content[-120:] if check.state.content is not None else None
+            print(f"FINDING ({report.subject}): {check.finding}\n  state: {check.state.description}\n  tail: {tail!r}")
+    states, findings = sum(report.states for report in reports), sum(len(report.findings) for report in reports)
+    return _passed_failed(states - findings, findings)
+
+
+def _damage_checked(report) -> int:
+    """How many damaged copies a report judged."""
+    edits = sum(sum(counts.values()) for counts in report.line_edits.values())
+    return len(report.truncations) + report.flips_tried + edits
 
 
 def _damage(args) -> int:
     masks = ALL_BIT_MASKS if args.all_bits else (0x01,)
-    reports = [damage_campaign(integrity=integrity, sessions=args.sessions, masks=masks,
-                               progress=progress_bar(f"damage, chain {'on' if integrity else 'off'}"))
-               for integrity in (False, True)]
-    print(format_table(damage_rows(reports)))
-    plain, chained = reports
-    print(f"chain off: {plain.silent_flips} of {plain.flips_tried} flips accepted with different content "
-          f"(the figure the chain exists to bring to 0)")
-    print(f"chain on:  {chained.silent_flips} silent flips, {chained.silent_line_edits} silent line edits")
-    # Only the chain's promise can fail here: without it, silent flips are the expected finding.
-    checked = sum(len(report.truncations) + report.flips_tried
-                  + sum(sum(counts.values()) for counts in report.line_edits.values()) for report in reports)
-    failed = chained.silent_flips + chained.silent_line_edits
+    plans = [(LAB, False), (LAB, True)] if LAB in args.classes else []
+    plans += [(LESSON, False)] if LESSON in args.classes else []
+    if LESSON in args.classes and LAB not in args.classes:
+        plans.insert(0, (LAB, False))  # the lesson's verdicts are checked against the lab's, chain off
+    reports = [damage_campaign(integrity=integrity, sessions=args.sessions, masks=masks, subject=subject,
+                               progress=progress_bar(f"damage, {subject}, chain {'on' if integrity else 'off'}"))
+               for subject, integrity in plans]
+    rows = damage_rows(reports)
+    print(format_table([{"class": _label(report.subject), **row} for report, row in zip(reports, rows)]))
+    # Only the chain's promise, and the lesson's agreement with the lab, can fail here:
+    # without the chain, silent flips are the expected finding.
+    checked = failed = 0
+    for report in reports:
+        if report.subject == LAB and not report.integrity:
+            print(f"lab, chain off: {report.silent_flips} of {report.flips_tried} flips accepted with different "
+                  f"content (the figure the chain exists to bring to 0)")
+        elif report.subject == LAB:
+            print(f"lab, chain on:  {report.silent_flips} silent flips, {report.silent_line_edits} silent line edits")
+            failed += report.silent_flips + report.silent_line_edits
+        else:
+            mismatches = verdict_mismatches(report, reports[0])
+            print(f"lesson: {report.silent_flips} of {report.flips_tried} flips silent (it has no chain); "
+                  f"{mismatches} damaged files judged differently from the lab with the chain off")
+            failed += mismatches
+        if report.subject in args.classes:
+            checked += _damage_checked(report)
     return _passed_failed(checked - failed, failed)
 
 
 def _race(args) -> int:
-    results = race_campaign(racers=args.racers, events=args.events)
-    print(format_table([{"scenario": result.scenario, "racers": result.racers, "wrote": result.wrote,
+    results = [result for subject in args.classes
+               for result in race_campaign(racers=args.racers, events=args.events, subject=subject)]
+    print(format_table([{"class": _label(result.subject), "scenario": result.scenario,
+                         "racers": result.racers, "wrote": result.wrote,
                          "refused (locked)": result.locked, "events in files": result.events,
                          "result": "ok" if result.ok else result.problem} for result in results]))
     failed = sum(not result.ok for result in results)
@@ -129,6 +171,20 @@ def _cost(args) -> int:
     return 0
 
 
+def _classes(text: str) -> tuple:
+    """The --classes argument: a comma-separated choice of lab and lesson."""
+    chosen = tuple(dict.fromkeys(text.split(",")))
+    if not chosen or set(chosen) - set(SUBJECTS):
+        raise argparse.ArgumentTypeError(f"choose from {','.join(SUBJECTS)}, not {text!r}")
+    return tuple(subject for subject in SUBJECTS if subject in chosen)
+
+
+def _add_classes(command) -> None:
+    command.add_argument("--classes", type=_classes, default=SUBJECTS,
+                         help="whose transcript class to test: lab (DurableTranscript), lesson "
+                              "(code.JSONLTranscript), or both (default: lab,lesson)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m s09_jsonl_transcript.crashlab",
                                      description="Crash-lab campaigns: exit status 1 on any broken promise.")
@@ -141,19 +197,23 @@ def _parser() -> argparse.ArgumentParser:
     kill.add_argument("--root", help="keep the killed transcripts in this folder")
     kill.add_argument("--modes", default=",".join(ALL_MODES),
                       help=f"comma-separated writer modes, taking turns (default: all, {','.join(ALL_MODES)})")
+    _add_classes(kill)
     kill.set_defaults(run=_kill)
     powerloss = commands.add_parser("powerloss", help="check every state a power cut may leave")
     powerloss.add_argument("--quick", action="store_true", help="tear writes at a few edges, not at every byte")
     powerloss.add_argument("--repair-every-byte", action="store_true",
                            help="also tear the repairs' writes at every byte (slow)")
+    _add_classes(powerloss)
     powerloss.set_defaults(run=_powerloss)
     damage = commands.add_parser("damage", help="every truncation, bit flip and line edit, chain off and on")
     damage.add_argument("--all-bits", action="store_true", help="flip each of the 8 bits of every byte")
     damage.add_argument("--sessions", type=int, default=2, help="bug-fix sessions in the sample (12 events each)")
+    _add_classes(damage)
     damage.set_defaults(run=_damage)
     race = commands.add_parser("race", help="racing writers on one session and on their own")
     race.add_argument("--racers", type=int, default=8)
     race.add_argument("--events", type=int, default=5)
+    _add_classes(race)
     race.set_defaults(run=_race)
     cost = commands.add_parser("cost", help="the hash chain's cost per append")
     cost.add_argument("--appends", type=int, default=300)

@@ -20,7 +20,21 @@ from typing import Callable
 from ..code import TranscriptCorruptionError
 from ..damage import CLEAN, PARTIAL_TAIL
 from ..lab import DurableTranscript, kill_child, start_child
-from .workload import ALL_MODES, MODES, expected_event, tally
+from ..live import SessionEventLog
+from ..turns import TYPE_FORKED, materialize
+from .subjects import CLASS_NAMES, SUBJECTS, open_transcript, read_back
+from .victim import FORK_EVERY, WRITER_MODES, fork_name
+from .workload import (
+    ALL_MODES,
+    LESSON_MODES,
+    MODES,
+    Tally,
+    expected_event,
+    payload_of,
+    subject_of,
+    tally,
+    workload_event,
+)
 
 ACCEPTABLE_VERDICTS = (CLEAN, PARTIAL_TAIL)
 
@@ -30,7 +44,7 @@ class KillTrial:
     """One killed writer: what it acknowledged, what a fresh reader recovered, and the verdict."""
 
     trial: int
-    mode: str  # "append", "batch", "repair", "stream" or "validated" (see crashlab/victim.py)
+    mode: str  # "append", "batch", "repair", "stream", "validated", "lesson", ... (see crashlab/victim.py)
     acknowledged: int  # events whose append returned before the kill
     recovered: int  # events a fresh reader returned after the kill
     lost: int  # acknowledged events missing from the file: must be 0
@@ -41,6 +55,11 @@ class KillTrial:
     integrity: bool = False  # whether the transcript carried the hash chain
     delay_ms: float = 0.0  # how long after "ready" the kill was sent
     killed_inside: bool = False  # stream, validated: the kill landed inside a stream or a validated commit
+
+    @property
+    def subject(self) -> str:
+        """Whose class the victim wrote with and the reader read with: "lab" or "lesson"."""
+        return subject_of(self.mode)
 
     @property
     def ok(self) -> bool:
@@ -63,10 +82,15 @@ def _plans(trials: int, seed: int, max_delay: float, modes) -> list[_Plan]:
     """Every trial's mode, integrity, kill delay and victim seed, decided up front from seed."""
     rng = random.Random(seed)
     return [
-        _Plan(trial, modes[trial % len(modes)], (trial // len(modes)) % 2 == 1,
+        _Plan(trial, modes[trial % len(modes)], _chained(modes[trial % len(modes)], trial // len(modes)),
               rng.uniform(0.0, max_delay), rng.randrange(2**32))
         for trial in range(trials)
     ]
+
+
+def _chained(mode: str, round_of_modes: int) -> bool:
+    """Every other round of modes runs with the hash chain on; the lesson's class has none."""
+    return round_of_modes % 2 == 1 and mode not in LESSON_MODES
 
 
 def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None, bool]:
@@ -89,11 +113,10 @@ def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None, bool]:
     return acknowledged, None, inside
 
 
-def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
-    """What a fresh reader returns and its verdict; any error but corruption is named as foreign."""
-    reader = DurableTranscript(path, integrity=integrity)
+def _read_verdict(path: Path, integrity: bool, subject: str = "lab") -> tuple[list[dict], str]:
+    """What a fresh reader (of the subject's class) returns and its verdict; any error but corruption is foreign."""
     try:
-        read = reader.scan()
+        read = read_back(subject, path, integrity=integrity)
     except TranscriptCorruptionError as error:
         return [], f"corrupt at line {error.line_number}: {error.reason}"
     except Exception as error:  # noqa: BLE001 - the campaign exists to catch exactly these
@@ -102,11 +125,11 @@ def _read_verdict(path: Path, integrity: bool) -> tuple[list[dict], str]:
 
 
 def _resume_problem(path: Path, integrity: bool, recovered: int, mode: str) -> str | None:
-    """Append the next event with a fresh writer and read back; say what failed, or None."""
+    """Append the next event with a fresh writer (of the mode's class) and read back; say what failed, or None."""
     try:
-        with DurableTranscript(path, integrity=integrity) as writer:
+        with open_transcript(subject_of(mode), path, integrity=integrity) as writer:
             writer.append(expected_event(recovered + 1, mode))
-        events = DurableTranscript(path, integrity=integrity).read_events()
+        events = read_back(subject_of(mode), path, integrity=integrity).events
     except Exception as error:  # noqa: BLE001 - any failure to continue is a finding
         return f"resume failed: {type(error).__name__}: {error}"
     if len(events) != recovered + 1 or not tally(events, [], mode).ok:
@@ -114,14 +137,69 @@ def _resume_problem(path: Path, integrity: bool, recovered: int, mode: str) -> s
     return None
 
 
+def rewind_tally(events: list[dict], acknowledged) -> Tally:
+    """Rewind mode: the materialized events must be workload events 1, 2, 3, ... each once.
+
+    A draft taken back never shows; a kill between a draft and its marker leaves that draft as
+    the last event (in order, not acknowledged). An acknowledged event missing is lost.
+    """
+    shown = materialize(events)
+    numbers = [event.get("n") for event in shown]
+    spliced = sum(1 for place, event in enumerate(shown, 1) if payload_of(event) != workload_event(place))
+    return Tally(len(set(acknowledged)), len(shown), len(set(acknowledged) - set(numbers)),
+                 len(numbers) - len(set(numbers)), spliced)
+
+
+def fork_tally(path: Path, events: list[dict], acknowledged, integrity: bool) -> Tally:
+    """Fork mode: the source as in append mode, and every fork whole: events 1..n, then session_forked.
+
+    An acknowledged event n (n a multiple of FORK_EVERY) promises its fork: missing, it is lost;
+    any fork file present must be complete (a fork half written would count as spliced).
+    """
+    source = tally(events, acknowledged, "append")
+    lost, spliced = source.lost, source.spliced
+    for n in range(FORK_EVERY, max([0, *acknowledged]) + FORK_EVERY + 1, FORK_EVERY):
+        fork = path.with_name(f"{fork_name(path, n)}.jsonl")
+        if not fork.exists():
+            lost += n in set(acknowledged)
+            continue
+        try:
+            copied = DurableTranscript(fork, integrity=integrity).read_events()
+        except TranscriptCorruptionError:
+            spliced += 1
+            continue
+        whole = [payload_of(event) for event in copied[:-1]] == [workload_event(k) for k in range(1, n + 1)]
+        spliced += not (whole and copied[-1]["type"] == TYPE_FORKED and copied[-1]["upto_sequence"] == n)
+    return Tally(source.acknowledged, source.recovered, lost, source.duplicated, spliced, source.partial_batches)
+
+
+def _resume_rewind_problem(path: Path, integrity: bool, shown: int) -> str | None:
+    """Rewind mode: a fresh live log continues with event shown + 1 and the materialized view stays 1..shown+1."""
+    try:
+        with SessionEventLog.open(path, integrity=integrity) as log:
+            log.commit(workload_event(shown + 1))
+        numbers = [event.get("n") for event in materialize(DurableTranscript(path, integrity=integrity).read_events())]
+    except Exception as error:  # noqa: BLE001 - any failure to continue is a finding
+        return f"resume failed: {type(error).__name__}: {error}"
+    return None if numbers == list(range(1, shown + 2)) else f"resume failed: materialized {numbers[-3:]}"
+
+
 def run_kill_trial(path, plan: _Plan) -> KillTrial:
     """Run one planned trial on a fresh file at path."""
     path = Path(path)
     acknowledged, problem, inside = _run_victim(path, plan)
-    events, verdict = _read_verdict(path, plan.integrity)
-    counts = tally(events, acknowledged, plan.mode)
-    if problem is None and verdict in ACCEPTABLE_VERDICTS:
-        problem = _resume_problem(path, plan.integrity, counts.recovered, plan.mode)
+    events, verdict = _read_verdict(path, plan.integrity, subject_of(plan.mode))
+    if plan.mode == "rewind":
+        counts = rewind_tally(events, acknowledged)
+    elif plan.mode == "fork":
+        counts = fork_tally(path, events, acknowledged, plan.integrity)
+    else:
+        counts = tally(events, acknowledged, plan.mode)
+    if problem is None and verdict in ACCEPTABLE_VERDICTS and plan.mode == "rewind":
+        problem = _resume_rewind_problem(path, plan.integrity, counts.recovered)
+    elif problem is None and verdict in ACCEPTABLE_VERDICTS:
+        resumed_as = "append" if plan.mode == "fork" else plan.mode  # a fork writer's source is a plain log
+        problem = _resume_problem(path, plan.integrity, counts.recovered, resumed_as)
     return KillTrial(
         trial=plan.trial, mode=plan.mode, acknowledged=counts.acknowledged, recovered=counts.recovered,
         lost=counts.lost, duplicated=counts.duplicated, verdict=problem or verdict,
@@ -134,8 +212,10 @@ def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[
                   max_delay: float = 0.02, workers: int = 2, modes=MODES) -> list[KillTrial]:
     """Kill `trials` writer processes at random moments; one KillTrial per kill, in trial order.
 
-    Modes take turns (by default the lesson's append, batch and repair; ALL_MODES adds the live
-    session's stream and validated), and every other round of modes runs with the hash chain on. The plan
+    Modes take turns (by default the lab's append, batch and repair; ALL_MODES adds the live
+    session's stream and validated, and the lesson class's lesson and lesson-repair;
+    victim.WRITER_MODES are the live log's rewind and fork writers), and every other round of
+    modes runs with the hash chain on (never the lesson's class: it has none). The plan
     (mode, kill delay) depends only on seed; where the kill lands inside the victim's work
     depends on the machine's timing. Transcripts are written under root (kept) or a
     temporary folder (removed). progress(done, total) is called after each trial, from
@@ -143,9 +223,9 @@ def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[
     """
     if not isinstance(trials, int) or trials < 0:
         raise ValueError(f"trials must be a whole number >= 0, not {trials!r}")
-    unknown = set(modes) - set(ALL_MODES)
+    unknown = set(modes) - set(ALL_MODES + WRITER_MODES)
     if not modes or unknown:
-        raise ValueError(f"modes must be chosen from {ALL_MODES}, not {tuple(modes)!r}")
+        raise ValueError(f"modes must be chosen from {ALL_MODES + WRITER_MODES}, not {tuple(modes)!r}")
     plans = _plans(trials, seed, max_delay, tuple(modes))
     with tempfile.TemporaryDirectory(prefix="s09-kills-") as scratch:
         folder = Path(root) if root is not None else Path(scratch)
@@ -181,4 +261,25 @@ def kill_summary(results: list[KillTrial]) -> list[dict]:
             "partial tail": verdicts[PARTIAL_TAIL],
             "failed": verdicts["FAILED"],
         })
+    return rows
+
+
+def class_summary(results: list[KillTrial]) -> list[dict]:
+    """One row per transcript class (lab, lesson) that ran: its trials, totals and failures."""
+    rows = []
+    for subject in SUBJECTS:
+        chosen = [result for result in results if result.subject == subject]
+        if chosen:
+            rows.append({
+                "class": f"{subject} ({CLASS_NAMES[subject]})",
+                "modes": ",".join(dict.fromkeys(result.mode for result in chosen)),
+                "trials": len(chosen),
+                "acknowledged": sum(result.acknowledged for result in chosen),
+                "lost": sum(result.lost for result in chosen),
+                "duplicated": sum(result.duplicated for result in chosen),
+                "spliced": sum(result.spliced for result in chosen),
+                "partial batches": sum(result.partial_batches for result in chosen),
+                "partial tail": sum(result.ok and result.verdict == PARTIAL_TAIL for result in chosen),
+                "failed": sum(not result.ok for result in chosen),
+            })
     return rows

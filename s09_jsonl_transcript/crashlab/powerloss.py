@@ -2,8 +2,9 @@
 
 A process kill cannot lose what the kernel already holds; a power cut can lose everything
 that was not fsynced. So we record every call by which a transcript changes the disk
-(through its file_io seam), then rebuild what the disk might hold if power failed after
-any one of those calls:
+(the lab's DurableTranscript through its file_io seam; the lesson's JSONLTranscript, which
+has no seam, by routing the os calls code.py makes: see lesson_os_calls_to), then rebuild
+what the disk might hold if power failed after any one of those calls:
 
   * everything after the last fsync dropped;
   * any subset of the unsynced writes and truncates kept (in order), the last kept write
@@ -23,14 +24,18 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import stat
 import tempfile
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from .. import code as lesson_code
 from ..code import TranscriptCorruptionError, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
+from .subjects import LAB, LESSON, checked_subject, open_transcript, read_back
 from .workload import tally, workload_event
 
 # What a checked crash state turned out to be (anything else is a finding).
@@ -99,12 +104,88 @@ class RecordingFileIO(SimulatedSyncFileIO):
         self.changes.append(Change("truncate", length=length))
 
     def fsync_dir(self, path):
+        if self._path is None or Path(path) != self._path.parent:
+            return  # a folder above the file: the model knows only the file's own name
         super().fsync_dir(path)
         self.changes.append(Change("fsync_dir"))
 
     def acknowledge(self, numbers) -> None:
         """Mark that the appends of these workload events have returned."""
         self.changes.append(Change("ack", numbers=tuple(numbers)))
+
+
+class LessonOs:
+    """The os module as code.py sees it inside lesson_os_calls_to: the calls that change the disk
+    go to a file_io (OsFileIO's interface), everything else to the real os module.
+
+    A folder is told apart from the transcript by what its descriptor names: code.py opens a
+    folder read-only only to fsync it, so that fsync becomes file_io.fsync_dir(folder).
+    """
+
+    def __init__(self, file_io: OsFileIO):
+        self.file_io = file_io
+        self.folders = {}  # descriptor -> folder, for the folders code.py opened to fsync
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def open(self, path, flags, mode=0o777):
+        """Open the transcript through file_io; a folder opened to be fsynced, directly."""
+        if flags & (os.O_WRONLY | os.O_RDWR):
+            return self.file_io.open(path, flags, mode)
+        fd = os.open(path, flags, mode)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            self.folders[fd] = Path(path)
+        return fd
+
+    def write(self, fd, data):
+        """A write of the transcript."""
+        return self.file_io.write(fd, data)
+
+    def fsync(self, fd):
+        """fsync the transcript, or the folder this descriptor names."""
+        if fd in self.folders:
+            self.file_io.fsync_dir(self.folders[fd])
+        else:
+            self.file_io.fsync(fd)
+
+    def ftruncate(self, fd, length):
+        """Cut the transcript to length bytes."""
+        self.file_io.truncate(fd, length)
+
+    def close(self, fd):
+        """Close a folder's descriptor directly, the transcript's through file_io."""
+        if self.folders.pop(fd, None) is not None:
+            os.close(fd)
+        else:
+            self.file_io.close(fd)
+
+
+@contextmanager
+def lesson_os_calls_to(file_io: OsFileIO):
+    """For the duration of the block, code.py's os.open/os.write/os.fsync/os.ftruncate/os.close
+    go through file_io, as if the lesson's JSONLTranscript had the lab's seam. (It rebinds the
+    name os inside code.py only: one block at a time, and not for threads that write meanwhile.)"""
+    real = lesson_code.os
+    if real is not os:
+        raise RuntimeError("the lesson's os calls are already routed elsewhere")
+    lesson_code.os = LessonOs(file_io)
+    try:
+        yield
+    finally:
+        lesson_code.os = real
+
+
+@contextmanager
+def writer_for(subject: str, path, file_io: OsFileIO, *, integrity: bool = False, clock=None):
+    """A writer of the subject's class at path whose disk changes go through file_io; closed at the end."""
+    if checked_subject(subject, integrity) == LAB:
+        with DurableTranscript(path, integrity=integrity, clock=clock, file_io=file_io) as writer:
+            yield writer
+        return
+    with lesson_os_calls_to(file_io):
+        with open_transcript(LESSON, path, clock=clock) as writer:
+            yield writer
 
 
 @dataclass(frozen=True)
@@ -213,6 +294,7 @@ class Recording:
     changes: list
     written: list  # the events the workload's reader saw at the end: the reference
     integrity: bool
+    subject: str = LAB  # whose class wrote it: "lab" or "lesson" (crashlab/subjects.py)
 
     @property
     def commit_points(self) -> frozenset:
@@ -226,23 +308,34 @@ def commit_points(changes: list[Change]) -> frozenset:
     return frozenset({0, *counts})
 
 
-def record_workload(folder, *, integrity: bool = False, name: str = WORKLOAD_NAME) -> Recording:
+WORKLOAD_ROUNDS = {LAB: ((1, 1, 3), (1, 2)), LESSON: ((1, 1, 1), (1, 1, 1))}  # the lesson has no batches
+
+
+def record_workload(folder, *, integrity: bool = False, name: str = WORKLOAD_NAME, subject: str = LAB) -> Recording:
     """Run a small scripted workload through a RecordingFileIO and return what it recorded.
 
-    It creates the file, appends single events and batches, closes and reopens the
-    writer (which re-reads the tail), and appends again.
+    It creates the file, appends single events (and, in the lab, batches), closes and
+    reopens the writer (which re-reads the tail), and appends again.
     """
     path = Path(folder) / name
     file_io = RecordingFileIO()
     n = 1
-    for round_sizes in ((1, 1, 3), (1, 2)):  # two writer lifetimes: the second reopens the file
-        with DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as writer:
+    for round_sizes in WORKLOAD_ROUNDS[checked_subject(subject, integrity)]:  # the second round reopens the file
+        with writer_for(subject, path, file_io, integrity=integrity, clock=ticking_clock()) as writer:
             for size in round_sizes:
                 numbers = list(range(n, n + size))
-                writer.append_batch([workload_event(k) for k in numbers])
+                _append_events(writer, [workload_event(k) for k in numbers])
                 file_io.acknowledge(numbers)
                 n += size
-    return Recording(file_io.changes, DurableTranscript(path, integrity=integrity).read_events(), integrity)
+    return Recording(file_io.changes, read_back(subject, path, integrity=integrity).events, integrity, subject)
+
+
+def _append_events(writer, events: list) -> None:
+    """One append, or one batch (the lab's append_batch) when there are several events."""
+    if len(events) == 1:
+        writer.append(events[0])
+    else:
+        writer.append_batch(events)
 
 
 @dataclass(frozen=True)
@@ -269,10 +362,11 @@ def _write_state(path: Path, state: CrashState) -> None:
 
 
 def check_state(path, state: CrashState, reference: list, integrity: bool,
-                commit_points: frozenset | None = None) -> StateCheck:
+                commit_points: frozenset | None = None, subject: str = LAB) -> StateCheck:
     """Put state on disk at path, read it, and let a fresh writer continue; judge the outcome.
 
-    With commit_points, the reader must return a whole number of appends and batches.
+    With commit_points, the reader must return a whole number of appends and batches. The
+    reader and the writer are of the subject's class ("lab" or "lesson").
     """
     path = Path(path)
     _write_state(path, state)
@@ -282,11 +376,11 @@ def check_state(path, state: CrashState, reference: list, integrity: bool,
         return StateCheck("FINDING", text, state)
 
     try:
-        read = DurableTranscript(path, integrity=integrity).scan()
+        read = read_back(subject, path, integrity=integrity)
     except TranscriptCorruptionError as error:
         if error.line_number is None or error.line_number <= needed:
             return finding(f"acknowledged event lost to corruption at line {error.line_number}: {error.reason}")
-        return _check_refusal(path, state, integrity) or StateCheck(FAILS_CLOSED, None, state)
+        return _check_refusal(path, state, integrity, subject) or StateCheck(FAILS_CLOSED, None, state)
     except Exception as error:  # noqa: BLE001 - a foreign exception is a finding
         return finding(f"reader raised {type(error).__name__}: {error}")
     events = read.events
@@ -296,7 +390,7 @@ def check_state(path, state: CrashState, reference: list, integrity: bool,
         return finding(f"acknowledged events {len(events) + 1}..{needed} are missing")
     if commit_points is not None and len(events) not in commit_points:
         return finding(f"the reader returned {len(events)} events: part of a batch (a batch is whole or absent)")
-    problem = _continue_problem(path, events, integrity)
+    problem = _continue_problem(path, events, integrity, subject)
     if problem:
         return finding(problem)
     if state.content is None:
@@ -305,10 +399,10 @@ def check_state(path, state: CrashState, reference: list, integrity: bool,
     return StateCheck(PREFIX_TORN if read.ignored_partial_tail else PREFIX_CLEAN, None, state, repair)
 
 
-def _check_refusal(path: Path, state: CrashState, integrity: bool) -> StateCheck | None:
+def _check_refusal(path: Path, state: CrashState, integrity: bool, subject: str) -> StateCheck | None:
     """A damaged file must make a fresh writer refuse too, leaving the file as it was."""
     try:
-        with DurableTranscript(path, integrity=integrity, file_io=SimulatedSyncFileIO()) as writer:
+        with writer_for(subject, path, SimulatedSyncFileIO(), integrity=integrity) as writer:
             writer.append(workload_event(1))
     except TranscriptCorruptionError:
         if path.read_bytes() != state.content:
@@ -319,12 +413,12 @@ def _check_refusal(path: Path, state: CrashState, integrity: bool) -> StateCheck
     return StateCheck("FINDING", "a writer appended to a file its reader refuses", state)
 
 
-def _continue_problem(path: Path, events: list, integrity: bool) -> str | None:
+def _continue_problem(path: Path, events: list, integrity: bool, subject: str) -> str | None:
     """Append the next event with a fresh writer; say what went wrong, or None."""
     try:
-        with DurableTranscript(path, integrity=integrity, file_io=SimulatedSyncFileIO()) as writer:
+        with writer_for(subject, path, SimulatedSyncFileIO(), integrity=integrity) as writer:
             writer.append(workload_event(len(events) + 1))
-        after = DurableTranscript(path, integrity=integrity).read_events()
+        after = read_back(subject, path, integrity=integrity).events
     except Exception as error:  # noqa: BLE001
         return f"continuing the file failed: {type(error).__name__}: {error}"
     if after[:-1] != events or len(after) != len(events) + 1 or not tally(after, []).ok:
@@ -336,6 +430,7 @@ def _continue_problem(path: Path, events: list, integrity: bool) -> str | None:
 class PowerLossReport:
     """What a power-loss enumeration found."""
 
+    subject: str = LAB  # whose class was recorded, read and continued: "lab" or "lesson"
     states: int = 0
     repair_states: int = 0  # states crashed again during the repair a fresh writer made
     outcomes: Counter = field(default_factory=Counter)
@@ -355,56 +450,62 @@ class PowerLossReport:
             self.findings.append(check)
 
 
-def _recovery_changes(folder: Path, state: CrashState, integrity: bool) -> tuple[list, list]:
+def _recovery_changes(folder: Path, state: CrashState, integrity: bool, subject: str) -> tuple[list, list]:
     """Record a fresh writer repairing and continuing state; return (its changes, the events after)."""
     path = folder / "repair" / WORKLOAD_NAME  # the same name: the session id is the file's stem
     _write_state(path, state)
     file_io = RecordingFileIO()
-    events = DurableTranscript(path, integrity=integrity).read_events()
-    with DurableTranscript(path, integrity=integrity, file_io=file_io) as writer:
+    events = read_back(subject, path, integrity=integrity).events
+    with writer_for(subject, path, file_io, integrity=integrity) as writer:
         writer.append(workload_event(len(events) + 1))
         file_io.acknowledge([len(events) + 1])
-    return file_io.changes, DurableTranscript(path, integrity=integrity).read_events()
+    return file_io.changes, read_back(subject, path, integrity=integrity).events
 
 
-def power_loss_campaign(*, integrity_modes=(False, True), every_byte: bool = True, repair_every_byte: bool = False,
-                        progress: Callable[[int, int], None] | None = None, root=None) -> PowerLossReport:
+def power_loss_campaign(*, integrity_modes=None, every_byte: bool = True, repair_every_byte: bool = False,
+                        progress: Callable[[int, int], None] | None = None, root=None,
+                        subject: str = LAB) -> PowerLossReport:
     """Enumerate and check the crash states of the scripted workload, and of every repair.
 
+    subject chooses whose class records, reads and continues: "lab" (DurableTranscript, by
+    default with the chain off and on) or "lesson" (JSONLTranscript, which has no chain).
     every_byte tears the workload's writes at every byte (False: a few edges only);
     repair_every_byte does the same for the writes of the repairs. progress(done, total)
     is called after each first-level state and the repairs crashed from it: done counts
     the states checked so far, total adds the first-level states still to come (their
     repairs are not known yet), so at the end both are report.states.
     """
-    report = PowerLossReport()
+    if integrity_modes is None:
+        integrity_modes = (False, True) if checked_subject(subject) == LAB else (False,)
+    report = PowerLossReport(subject)
     with tempfile.TemporaryDirectory(prefix="s09-powerloss-", dir=root or _scratch_root()) as scratch:
         work = []  # (folder, integrity, recording, state) for every first-level state
         for integrity in integrity_modes:
             folder = Path(scratch) / ("integrity" if integrity else "plain")
-            recording = record_workload(folder / "recorded", integrity=integrity)
+            recording = record_workload(folder / "recorded", integrity=integrity, subject=subject)
             work += [(folder, integrity, recording, state)
                      for state in crash_states(recording.changes, every_byte=every_byte)]
         for done, (folder, integrity, recording, state) in enumerate(work, start=1):
             check = check_state(folder / "check" / WORKLOAD_NAME, state, recording.written, integrity,
-                                recording.commit_points)
+                                recording.commit_points, subject)
             report.add(check)
             if check.repair_needed:
-                _crash_the_repair(folder, state, integrity, repair_every_byte, report, recording.commit_points)
+                _crash_the_repair(folder, state, integrity, repair_every_byte, report, recording.commit_points,
+                                  subject)
             if progress is not None:
                 progress(report.states, report.states + len(work) - done)
     return report
 
 
 def _crash_the_repair(folder: Path, state: CrashState, integrity: bool, every_byte: bool,
-                      report: PowerLossReport, points: frozenset) -> None:
+                      report: PowerLossReport, points: frozenset, subject: str = LAB) -> None:
     """Crash a fresh writer at every point of its repair-and-append, and check each state."""
-    changes, written = _recovery_changes(folder, state, integrity)
+    changes, written = _recovery_changes(folder, state, integrity, subject)
     points = points | {len(written)}  # the repair's one append is a commit of its own
     for again in crash_states(changes, initial=state.content, every_byte=every_byte):
         again = CrashState(again.content, state.acknowledged, f"during repair: {again.description}",
                            again.torn_at, again.fill)
-        report.add(check_state(folder / "check" / WORKLOAD_NAME, again, written, integrity, points),
+        report.add(check_state(folder / "check" / WORKLOAD_NAME, again, written, integrity, points, subject),
                    during_repair=True)
 
 

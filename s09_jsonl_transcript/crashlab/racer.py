@@ -1,7 +1,8 @@
 """A child process of the racing-writers campaign.
 
-    python -m s09_jsonl_transcript.crashlab.racer FILE RACER EVENTS INTEGRITY MODE
+    python -m s09_jsonl_transcript.crashlab.racer FILE RACER EVENTS INTEGRITY MODE [CLASS]
 
+CLASS is "lab" (DurableTranscript, the default) or "lesson" (code.JSONLTranscript).
 It prints "ready" and waits for a "go" line, so all racers start together. Modes:
 
   hold     append EVENTS events with one writer, print "wrote N" or "locked <message>",
@@ -16,7 +17,7 @@ import sys
 import time
 
 from ..code import TYPE_MESSAGE, TranscriptLockedError
-from ..lab import DurableTranscript
+from .subjects import LAB, open_transcript
 
 RETRY_SECONDS = 0.001
 MAX_RETRIES = 20000  # about 20 s of waiting: a racer never waits forever
@@ -32,9 +33,9 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def hold(path: str, racer: int, events: int, integrity: bool) -> None:
+def hold(path: str, racer: int, events: int, integrity: bool, subject: str = LAB) -> None:
     """Append every event with one writer, report, and hold the lock until told to exit."""
-    transcript = DurableTranscript(path, integrity=integrity)
+    transcript = open_transcript(subject, path, integrity=integrity)
     try:
         for index in range(events):
             transcript.append(racer_event(racer, index))
@@ -46,11 +47,11 @@ def hold(path: str, racer: int, events: int, integrity: bool) -> None:
     transcript.close()
 
 
-def handover(path: str, racer: int, events: int, integrity: bool) -> None:
+def handover(path: str, racer: int, events: int, integrity: bool, subject: str = LAB) -> None:
     """Append events one writer at a time, waiting for the lock whenever another racer holds it."""
     written = retries = 0
     while written < events and retries <= MAX_RETRIES:
-        transcript = DurableTranscript(path, integrity=integrity)
+        transcript = open_transcript(subject, path, integrity=integrity)
         try:
             transcript.append(racer_event(racer, written))
             written += 1
@@ -63,12 +64,12 @@ def handover(path: str, racer: int, events: int, integrity: bool) -> None:
     sys.stdin.readline()  # "exit", as in hold: every racer leaves when told
 
 
-def main(path: str, racer: str, events: str, integrity: str, mode: str) -> None:
+def main(path: str, racer: str, events: str, integrity: str, mode: str, subject: str = LAB) -> None:
     """Entry point of the child process (lab.start_child passes its arguments as strings)."""
     _say("ready")
     sys.stdin.readline()  # "go"
     run = {"hold": hold, "handover": handover}[mode]
-    run(path, int(racer), int(events), integrity == "1")
+    run(path, int(racer), int(events), integrity == "1", subject)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Eight processes start together (crashlab/racer.py). On one session, one of them writes
 and every other one gets TranscriptLockedError; when they take turns, every event of
 every racer lands exactly once; on eight sessions, all eight write. Every file must read
-back valid.
+back valid. The racers and the reader are of one class: the lab's DurableTranscript, or
+(subject="lesson") the lesson's code.JSONLTranscript.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..code import TranscriptCorruptionError
-from ..lab import DurableTranscript, kill_child, start_child
+from ..lab import kill_child, start_child
 from .racer import racer_event
+from .subjects import LAB, checked_subject, read_back
 
 SCENARIOS = ("one session", "taking turns", "own sessions")
 
@@ -31,6 +33,7 @@ class RaceResult:
     locked: int  # racers refused with TranscriptLockedError
     events: int  # events in the file(s) after the race
     problem: str | None  # None when the scenario's promise held
+    subject: str = LAB  # whose class the racers wrote with: "lab" or "lesson"
 
     @property
     def ok(self) -> bool:
@@ -38,14 +41,14 @@ class RaceResult:
         return self.problem is None
 
 
-def _start(path: Path, racer: int, events: int, integrity: bool, mode: str) -> subprocess.Popen:
+def _start(path: Path, racer: int, events: int, integrity: bool, mode: str, subject: str) -> subprocess.Popen:
     return start_child("s09_jsonl_transcript.crashlab.racer:main", path, racer, events,
-                       "1" if integrity else "0", mode)
+                       "1" if integrity else "0", mode, subject)
 
 
-def _race(paths: list[Path], events: int, integrity: bool, mode: str) -> list[str]:
+def _race(paths: list[Path], events: int, integrity: bool, mode: str, subject: str = LAB) -> list[str]:
     """Start one racer per path, release them together, and return each one's report line."""
-    racers = [_start(path, number, events, integrity, mode) for number, path in enumerate(paths)]
+    racers = [_start(path, number, events, integrity, mode, subject) for number, path in enumerate(paths)]
     try:
         for racer in racers:
             racer.stdout.readline()  # "ready": imports done, about to wait for "go"
@@ -63,31 +66,33 @@ def _race(paths: list[Path], events: int, integrity: bool, mode: str) -> list[st
     return reports
 
 
-def _events_in(paths, integrity: bool) -> tuple[list[list[dict]], str | None]:
+def _events_in(paths, integrity: bool, subject: str = LAB) -> tuple[list[list[dict]], str | None]:
     try:
-        return [DurableTranscript(path, integrity=integrity).read_events() for path in dict.fromkeys(paths)], None
+        return [read_back(subject, path, integrity=integrity).events for path in dict.fromkeys(paths)], None
     except TranscriptCorruptionError as error:
         return [], f"the file does not read back: {error}"
 
 
-def race(scenario: str, *, racers: int = 8, events: int = 5, integrity: bool = False, root=None) -> RaceResult:
-    """Run one scenario (see SCENARIOS) with `racers` processes appending `events` events each."""
+def race(scenario: str, *, racers: int = 8, events: int = 5, integrity: bool = False, root=None,
+         subject: str = LAB) -> RaceResult:
+    """Run one scenario (see SCENARIOS) with `racers` processes of the subject's class appending `events` each."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; expected one of {SCENARIOS}")
+    checked_subject(subject, integrity)
     with tempfile.TemporaryDirectory(prefix="s09-race-") as scratch:
         folder = Path(root) if root is not None else Path(scratch)
-        folder = folder / scenario.replace(" ", "-")
+        folder = folder / scenario.replace(" ", "-") / ("" if subject == LAB else subject)
         folder.mkdir(parents=True, exist_ok=True)
         if scenario == "own sessions":
             paths = [folder / f"session-{number}.jsonl" for number in range(racers)]
         else:
             paths = [folder / "session.jsonl"] * racers
-        reports = _race(paths, events, integrity, "handover" if scenario == "taking turns" else "hold")
-        files, problem = _events_in(paths, integrity)
+        reports = _race(paths, events, integrity, "handover" if scenario == "taking turns" else "hold", subject)
+        files, problem = _events_in(paths, integrity, subject)
     kinds = Counter(report.split(" ", 1)[0] for report in reports)
     found = [event["content"] for events_of_file in files for event in events_of_file]
     problem = problem or _scenario_problem(scenario, reports, kinds, found, racers, events)
-    return RaceResult(scenario, racers, kinds["wrote"], kinds["locked"], len(found), problem)
+    return RaceResult(scenario, racers, kinds["wrote"], kinds["locked"], len(found), problem, subject)
 
 
 def _scenario_problem(scenario, reports, kinds, found, racers, events) -> str | None:
@@ -113,6 +118,8 @@ def _scenario_problem(scenario, reports, kinds, found, racers, events) -> str | 
     return None
 
 
-def race_campaign(*, racers: int = 8, events: int = 5, integrity: bool = False, root=None) -> list[RaceResult]:
-    """Run every scenario once."""
-    return [race(scenario, racers=racers, events=events, integrity=integrity, root=root) for scenario in SCENARIOS]
+def race_campaign(*, racers: int = 8, events: int = 5, integrity: bool = False, root=None,
+                  subject: str = LAB) -> list[RaceResult]:
+    """Run every scenario once, with racers of the subject's class ("lab" or "lesson")."""
+    return [race(scenario, racers=racers, events=events, integrity=integrity, root=root, subject=subject)
+            for scenario in SCENARIOS]

@@ -11,29 +11,47 @@ landed inside one. Modes:
 
   append   one append per event
   batch    append_batch of 2 to 8 events (one write, one fsync)
-  repair   every round, a write cut short (as by a crash) leaves a partial tail; the next
-           append must repair it first. The cut may fall inside a record, between
-           records of a batch, or just before the final newline.
+  repair   every round, a write is cut short (as by a full disk); the writer must cut off
+           what it left, and a kill before it does leaves a partial tail the next writer
+           repairs. The cut may fall inside a record, between records of a batch, or just
+           before the final newline.
   stream   through a live SessionEventLog with a subscriber attached: each event is
            streamed as deltas (memory only), then its final part is committed; a kill
            lands in the middle of a stream, or of its commit
   validated  two threads race through commit_validated, each trying to write the next 1
            to 3 events as one commit if the file's last sequence is still what it saw;
            exactly one of them wins each race
+  rewind   through a live SessionEventLog: event n, then a draft of event n + 1, then a
+           rewind marker that takes the draft back; n is acknowledged after the marker
+  fork     through a live SessionEventLog: event n, and after every third one a fork of
+           the session up to n (<file>-fork-<n>.jsonl); n is acknowledged after the fork
+  lesson   one append per event with the lesson's own code.JSONLTranscript
+  lesson-repair  the lesson's class again; every round, the writer is closed and the next
+           record is left on disk cut short at a random byte (as a writer that died in the
+           middle of its write leaves it); a fresh JSONLTranscript must repair it first
 """
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import threading
+from pathlib import Path
 
-from ..code import ticking_clock
+from ..code import SCHEMA_VERSION, JSONLTranscript, encode_line, event_id_for, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
 from ..live import CommitRefused, SessionEventLog
-from .workload import ALL_MODES, part_id_of, stream_pieces, workload_event
+from .workload import ALL_MODES, LESSON_MODES, part_id_of, stream_pieces, workload_event
 
 MAX_EVENTS = 5000  # a victim nobody kills stops here rather than fill the disk
+WRITER_MODES = ("rewind", "fork")  # the live log's whole-session writers (issue 20)
+FORK_EVERY = 3  # fork mode forks after every third event
+
+
+def fork_name(path, n: int) -> str:
+    """The session id of the fork taken after event n of the victim writing path."""
+    return f"{Path(path).stem}-fork-{n}"
 
 
 class TearingFileIO(OsFileIO):
@@ -65,9 +83,14 @@ def _acknowledge(numbers) -> None:
 
 def run(path: str, mode: str, seed: int, integrity: bool) -> None:
     """Append workload events to path in the given mode until MAX_EVENTS or a kill."""
-    if mode not in ALL_MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(ALL_MODES)}")
+    if mode not in ALL_MODES + WRITER_MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(ALL_MODES + WRITER_MODES)}")
+    if mode in WRITER_MODES:
+        log = SessionEventLog(DurableTranscript(path, integrity=integrity, clock=ticking_clock()))
+        return _rewind(log) if mode == "rewind" else _fork(log)
     rng = random.Random(seed)
+    if mode in LESSON_MODES:
+        return run_lesson(path, mode, rng)
     file_io = TearingFileIO()
     transcript = DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io)
     if mode == "stream":
@@ -91,7 +114,7 @@ def run(path: str, mode: str, seed: int, integrity: bool) -> None:
 
 def _stream(log: SessionEventLog) -> None:
     """Stream each event as deltas to a subscriber, then commit its final part; acknowledge the commit."""
-    subscription = log.subscribe(0)
+    subscription = log.subscribe(from_sequence=1)
     _acknowledge(["ready"])
     for n in range(1, MAX_EVENTS + 1):
         _acknowledge(["begin"])
@@ -129,6 +152,28 @@ def _race_validated(log: SessionEventLog, seed: int) -> None:
         thread.join()
 
 
+def _rewind(log: SessionEventLog) -> None:
+    """Commit event n and a draft of n + 1, take the draft back with a rewind marker, acknowledge n."""
+    _acknowledge(["ready"])
+    for n in range(1, MAX_EVENTS + 1):
+        _acknowledge(["begin"])
+        log.commit(workload_event(n))
+        draft = log.commit(workload_event(n + 1))
+        log.rewind(draft["sequence"] - 1)
+        _acknowledge([n])
+
+
+def _fork(log: SessionEventLog) -> None:
+    """Commit event n; after every third, fork the session up to n; acknowledge n once both returned."""
+    _acknowledge(["ready"])
+    for n in range(1, MAX_EVENTS + 1):
+        _acknowledge(["begin"])
+        record = log.commit(workload_event(n))
+        if n % FORK_EVERY == 0:
+            log.fork(fork_name(log.transcript.path, n), upto_sequence=record["sequence"]).close()
+        _acknowledge([n])
+
+
 def _tear_one_write(transcript: DurableTranscript, file_io: TearingFileIO, rng: random.Random, n: int) -> int:
     """Let one append be cut short, and return the number of the event to write next.
 
@@ -143,6 +188,39 @@ def _tear_one_write(transcript: DurableTranscript, file_io: TearingFileIO, rng: 
     else:
         raise AssertionError("a short write was acknowledged")
     return transcript.replay_state(1).next_sequence
+
+
+def run_lesson(path: str, mode: str, rng: random.Random) -> None:
+    """Append workload events one at a time with the lesson's JSONLTranscript until MAX_EVENTS or a kill."""
+    clock = ticking_clock()
+    transcript = JSONLTranscript(path, clock=clock)
+    _acknowledge(["ready"])
+    n = 1
+    while n <= MAX_EVENTS:
+        if mode == "lesson-repair":
+            transcript.close()
+            n = _leave_a_torn_record(path, n, clock(), rng)
+            transcript = JSONLTranscript(path, clock=clock)  # a fresh writer: it must repair first
+        transcript.append(workload_event(n))
+        _acknowledge([n])
+        n += 1
+
+
+def _leave_a_torn_record(path: str, n: int, now, rng: random.Random) -> int:
+    """Put record n on disk cut short at a random byte, as its dying writer would have left it;
+    return the number of the event to write next. A cut just before the newline leaves a whole
+    record, which a reader keeps: then the file, not this writer, says event n is there."""
+    session_id = Path(path).stem
+    record = {"schema_version": SCHEMA_VERSION, "sequence": n, "event_id": event_id_for(session_id, n),
+              "session_id": session_id, "recorded_at": now.isoformat(), **workload_event(n)}
+    line = encode_line(record)
+    kept = rng.randrange(len(line))  # never the whole line: that would be an append nobody made
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line[:kept])
+    finally:
+        os.close(fd)
+    return n + 1 if kept == len(line) - 1 else n
 
 
 def main(path: str, mode: str, seed: str, integrity: str) -> None:

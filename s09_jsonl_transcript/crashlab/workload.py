@@ -16,8 +16,14 @@ from ..lab import BATCH_END_FIELD, CHAIN_FIELD, RESERVED_FIELDS
 _ENVELOPE = RESERVED_FIELDS | {CHAIN_FIELD}
 MODES = ("append", "batch", "repair")  # how a crash-lab writer appends (see victim.py); kill_campaign's default
 LIVE_MODES = ("stream", "validated")  # through a live SessionEventLog (live.py)
-ALL_MODES = MODES + LIVE_MODES  # the full campaign (python -m s09_jsonl_transcript.crashlab kill)
+LESSON_MODES = ("lesson", "lesson-repair")  # through the lesson's own code.JSONLTranscript (no chain, no batches)
+ALL_MODES = MODES + LIVE_MODES + LESSON_MODES  # the full campaign (python -m s09_jsonl_transcript.crashlab kill)
 STREAMING_MODES = ("stream",)  # their events are final parts of a stream: they carry its part_id
+
+
+def subject_of(mode: str) -> str:
+    """Whose class a writer mode appends with: "lesson" (code.JSONLTranscript) or "lab" (DurableTranscript)."""
+    return "lesson" if mode in LESSON_MODES else "lab"
 
 
 def workload_event(n: int) -> dict:

@@ -119,6 +119,8 @@ def _nb(stem: str, heading: str) -> Place:
 
 NB1, NB2, NB3 = "01_events_on_disk", "02_crash_injection", "03_partial_tail_vs_corruption"
 NB4, NB5, NB6, NB7 = "04_replay_window", "05_memory_gate", "06_crash_lab", "07_lesson_to_production"
+NB9 = "09_your_agents_transcript"
+RAW_FILE = "1. A raw agent file, through the lesson's eyes"
 
 NB1_TITLE = "1. Events on disk: watching a JSONL transcript grow"
 ACT_0 = "Act 0: the demo, one story on one session"
@@ -159,11 +161,13 @@ def lesson_map(language: str | None = None) -> tuple:
         ("常见误区：只保存最终回答", tr("common mistake: saving only the final answer"), (_nb(NB1, FINAL_ONLY),)),
         ("常见误区：把大输出直接写入上下文", tr("common mistake: large tool outputs pushed back into the prompt"),
          (_nb(NB4, "6. A common mistake: a large tool output in every prompt"),)),
-        ("常见误区：对任意坏行都静默跳过", tr("common mistake: silently skipping bad lines"), (_nb(NB3, SKIPPING),)),
+        ("常见误区：对任意坏行都静默跳过", tr("common mistake: silently skipping bad lines"),
+         (_nb(NB3, SKIPPING), _nb(NB9, "A bad line in the middle"))),
         ("问题 1. 崩溃恢复", tr("the problem: crash recovery (messages[] gone with the process)"),
          (_nb(NB1, ACT_0), _nb(NB2, MID_RECORD))),
         ("问题 2. 流式追加", tr("the problem: appending as events stream in"), (_nb(NB1, GROWTH),)),
-        ("问题 3. 移植", tr("the problem: export and portability"), (_nb(NB1, PORTABILITY),)),
+        ("问题 3. 移植", tr("the problem: export and portability"),
+         (_nb(NB1, PORTABILITY), _nb(NB9, "2. Import: the lesson's types, every line accounted for"))),
         ("问题 4. 并发", tr("the problem: concurrency"), (_nb(NB1, ONE_WRITER),)),
         ("问题 5. Schema 迁移", tr("the problem: schema migration"), (_nb(NB1, NEWER_SCHEMA),)),
         ("解决方案", tr("the solution: content in JSONL, metadata in SQLite; crash? read the file"),
@@ -179,7 +183,7 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB2, MID_RECORD), _nb(NB2, REBUILT),
           _nb(NB7, "3. The turn lifecycle: a state machine folded from events"))),
         ("工作原理 · 损坏处理为什么只放过 partial tail", tr("how it works: why only a partial tail is forgiven"),
-         (_nb(NB3, THE_RULE), _nb(NB3, SIX_TOOLS), _nb(NB3, BYTE_MAP))),
+         (_nb(NB3, THE_RULE), _nb(NB3, SIX_TOOLS), _nb(NB3, BYTE_MAP), _nb(NB9, "A partial tail"))),
         ("工作原理 · Transcript 不是 Memory", tr("how it works: a transcript is not memory"),
          (_nb(NB5, "The replay window is not a retention policy"), _nb(NB5, "The gate writes nothing"))),
         ("工作原理 · Transcript → Memory 必须经过显式选择",
@@ -197,8 +201,10 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB4, "7. The cost of a full read vs a tail read"), _nb(NB4, "Scrolling back: older history on demand"))),
         ("为什么选 JSONL · 5. 无锁竞争", tr("why JSONL: no lock contention (the kit adds one writer lock per file)"),
          (_nb(NB1, ONE_WRITER), _nb(NB6, "Campaign 5: racing writers"))),
-        ("WorkBuddy 架构对照 · 文件位置", tr("WorkBuddy comparison: where the files live"), (_nb(NB1, ACT_0),)),
-        ("WorkBuddy 架构对照 · 事件格式", tr("WorkBuddy comparison: the event format"), (_nb(NB1, ENVELOPE),)),
+        ("WorkBuddy 架构对照 · 文件位置", tr("WorkBuddy comparison: where the files live"),
+         (_nb(NB1, ACT_0), _nb(NB9, "9. Your own agent's transcript"))),
+        ("WorkBuddy 架构对照 · 事件格式", tr("WorkBuddy comparison: the event format"),
+         (_nb(NB1, ENVELOPE), _nb(NB9, RAW_FILE))),
         ("WorkBuddy 架构对照 · 回放上限", tr("WorkBuddy comparison: the replay limit"),
          (_nb(NB4, "5. Why the window is 1000 events"),)),
         ("WorkBuddy 架构对照 · JSONL 写入时机",
@@ -208,7 +214,8 @@ def lesson_map(language: str | None = None) -> tuple:
          (Place("s09_jsonl_transcript/code.py"), Place("s09_jsonl_transcript/lab.py"))),
         ("运行（观察重点）", tr("run it (what to watch)"), (_nb(NB1, ACT_0),)),
         ("练习 1. 截断回放", tr("exercise 1: replay only the last turn"),
-         (Place("exercises/ex01_last_turn_replay.ipynb"),)),
+         (Place("exercises/ex01_last_turn_replay.ipynb"),
+          _nb(NB9, "3. Replay the last turn, and choose a memory candidate"))),
         ("练习 2. 损坏边界", tr("exercise 2: the corruption boundary"),
          (Place("exercises/ex02_corruption_boundary.ipynb"),)),
         ("练习 3. 会话分片", tr("exercise 3: sharding a session"), (Place("exercises/ex03_sharding.ipynb"),)),

@@ -36,7 +36,7 @@ def stream_writer_child(path: str, deltas: str) -> None:
             print(json.dumps(line), flush=True)
 
     log = SessionEventLog.create(path, clock=ManualClock())
-    subscription = log.subscribe(0, on_event=forward)
+    subscription = log.subscribe(from_sequence=1, on_event=forward)
     log.start_turn()
     log.user_message(PROMPT)
     log.record_tool_call("call_1", "read_file", {"path": "calc.py"})

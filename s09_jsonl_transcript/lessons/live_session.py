@@ -111,7 +111,7 @@ class LiveView:
         self.screen.add_class(RESULT_CLASS)
         self.button.on_click(self.stream)
         self.view = widgets.VBox([widgets.HBox([self.button, self.status]), self.screen])
-        self.subscription = log.subscribe(0, on_event=self.receive)
+        self.subscription = log.subscribe(from_sequence=1, on_event=self.receive)
         self.subscription.wait_delivered()
 
     def receive(self, item) -> None:
@@ -155,7 +155,7 @@ class LiveView:
 
 def subscriber_and_file(view: LiveView, on_disk: list) -> str:
     """What the subscriber received against what the file holds, and the final part as it was written."""
-    final = next(event for event in on_disk if "part_id" in event)
+    final = next(event for event in on_disk if "part_id" in event and event["type"] != "part_start")
     return "\n".join([
         tr("subscriber: {deltas} deltas, {committed} committed events", deltas=view.deltas_seen,
            committed=len(view.committed)),
@@ -288,14 +288,17 @@ def ranges(numbers) -> str:
 
 
 class Client:
-    """A client that keeps its cursor (the last sequence it processed) and reconnects from it."""
+    """A client that keeps its cursor (the last sequence it processed) and reconnects from the next one.
+
+    Cursors are inclusive: subscribe(from_sequence=cursor + 1) starts at the first event not seen yet.
+    """
 
     def __init__(self, log: SessionEventLog):
         self.log, self.cursor, self.received, self.deltas, self.connections = log, 0, [], 0, 0
         self.subscription = None
 
     def connect(self) -> None:
-        self.subscription = self.log.subscribe(self.cursor)
+        self.subscription = self.log.subscribe(from_sequence=self.cursor + 1)
         self.connections += 1
 
     def read(self) -> None:
@@ -350,15 +353,15 @@ def handover(log: SessionEventLog, way: str, meanwhile) -> str:
         raise ValueError(f"way must be one of {', '.join(HANDOVERS)}, not {way!r}")
     cursor = log.last_sequence - 2  # the client has seen all but the last two events
     if way == "replay, then subscribe":
-        got = [event["sequence"] for event in log.read_from(cursor)]
+        got = [event["sequence"] for event in log.read_from(cursor + 1)]
         meanwhile()  # another thread commits here
-        subscription = log.subscribe(log.last_sequence)
+        subscription = log.subscribe(from_sequence=log.last_sequence + 1)
     elif way == "subscribe, then replay":
-        subscription = log.subscribe(log.last_sequence)
+        subscription = log.subscribe(from_sequence=log.last_sequence + 1)
         meanwhile()
-        got = [event["sequence"] for event in log.read_from(cursor)]
+        got = [event["sequence"] for event in log.read_from(cursor + 1)]
     else:
-        subscription = log.subscribe(cursor)
+        subscription = log.subscribe(from_sequence=cursor + 1)
         got = []
         meanwhile()
     log.commit({"type": "message", "role": "user", "content": "and one more, live"})
@@ -388,7 +391,7 @@ def stress_handover(path, events: int = 300, attaches: int = 50) -> str:
     started.wait()
     for _ in range(attaches):
         cursor = log.last_sequence
-        attached.append((cursor, log.subscribe(cursor)))
+        attached.append((cursor, log.subscribe(from_sequence=cursor + 1)))
     thread.join()
     bad = 0
     for cursor, subscription in attached:
@@ -398,6 +401,56 @@ def stress_handover(path, events: int = 300, attaches: int = 50) -> str:
     return tr("{attaches} subscribers attached while a thread committed {events} events: "
               "{good} saw every event after their cursor exactly once, in order; {bad} did not",
               attaches=attaches, events=events, good=attaches - bad, bad=bad)
+
+
+# --------------------------------------------------------------------------- 3b. rewind and fork
+
+
+def first_turn_end(log: SessionEventLog) -> int:
+    """The sequence of the session's first turn_end: where a rewind to "after turn 1" points."""
+    return next(event["sequence"] for event in log.read_from(1) if event["type"] == "turn_end")
+
+
+def rewind_text(log: SessionEventLog, marker: dict, before: bytes) -> str:
+    """What a rewind did: the file only grew, and every projection reads the session without the rewound events.
+
+    before is the file's bytes just before the marker was appended.
+    """
+    raw = DurableTranscript(log.transcript.path).read_events()
+    shown = log.materialized()
+    questions = [message["content"] for message in log.replay() if message["role"] == "user"]
+    report = turns.audit(raw)
+    return "\n".join([
+        tr("the file holds {count} events; the rewind marker is event {sequence}, to_sequence {target}",
+           count=len(raw), sequence=marker["sequence"], target=marker["to_sequence"]),
+        tr("the bytes in front of the marker are unchanged: {same}",
+           same=log.transcript.path.read_bytes().startswith(before)),
+        tr("every projection reads {count} events: events {first}-{last}", count=len(shown),
+           first=shown[0]["sequence"], last=shown[-1]["sequence"]),
+        tr("replay: the questions {questions}", questions=questions),
+        tr("state machine: {status}; the audit counts {turns} ended turn(s), {tokens} input tokens",
+           status=status_said(log.status()), turns=report.turns_ended, tokens=report.input_tokens),
+    ])
+
+
+def fork_text(source: SessionEventLog, fork: SessionEventLog) -> str:
+    """What a fork holds, and that a second fork under the same name is refused (created exclusively)."""
+    copied = DurableTranscript(fork.transcript.path).read_events()
+    try:
+        source.fork(fork.session_id)
+        again = tr("a second fork named {name}: written (this must never happen)", name=fork.session_id)
+    except FileExistsError:
+        again = tr("a second fork named {name}: refused (FileExistsError), the first untouched", name=fork.session_id)
+    return "\n".join([
+        tr("fork {name}: events 1-{upto} of {source}, then {marker} ({count} events, one batch)",
+           name=fork.session_id, upto=copied[-1]["upto_sequence"], source=source.session_id,
+           marker=copied[-1]["type"], count=len(copied)),
+        tr("its envelope is its own: session_id {session}, event_id {event_id}", session=copied[0]["session_id"],
+           event_id=copied[0]["event_id"]),
+        again,
+        tr("the fork goes on by itself: turn {turn} starts there; the source stays at sequence {last}",
+           turn=fork.start_turn()["turn_number"], last=source.last_sequence),
+    ])
 
 
 # --------------------------------------------------------------------------- 4. validated appends

@@ -29,9 +29,12 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import bench, i18n
 from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, MockLLM, run_agent, ticking_clock
+from ..index import unfinished_sessions
 from ..lab import DurableTranscript, kill_child, start_child
+from ..live import SessionEventLog
 from ..turns import (
     DEPARTURES,
+    NO_TURN_MARKERS,
     RUNNING,
     START_USER,
     TOOL_TIMEOUT,
@@ -45,7 +48,11 @@ from ..turns import (
     TYPE_TURN_START,
     USER_MESSAGE,
     SessionStatus,
+    audit,
+    is_understood,
+    materialize,
     session_status,
+    token_summary,
     trigger_of,
 )
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
@@ -379,6 +386,42 @@ def build_sample_root(root) -> list[DurableTranscript]:
     return [bug_fix, turns, chat]
 
 
+def rewound_and_forked_root(root) -> list[str]:
+    """Under root/projects/notes: a session of two turns whose second is rewound, and a fork of its first turn.
+
+    Written through the live log (SessionEventLog.for_session), closed afterwards. Returns the session ids.
+    """
+    folder = Path(root) / "projects" / "notes"
+    log = SessionEventLog.for_session("rewound", folder, clock=ticking_clock())
+    for question, answer in (("What does fsync promise?", "The bytes are on the disk when it returns."),
+                             ("And flush?", "An answer the user took back.")):
+        log.start_turn()
+        log.user_message(question)
+        log.commit({"type": TYPE_MESSAGE, "role": "assistant", "content": answer})
+        log.end_turn(log.status().open_turn, token_summary=token_summary(100, 20, 0.001))
+    first_end = next(event["sequence"] for event in log.read_from(1) if event["type"] == TYPE_TURN_END)
+    log.rewind(first_end)
+    log.fork("rewound-fork", upto_sequence=first_end).close()
+    log.close()
+    return ["rewound", "rewound-fork"]
+
+
+def read_model_after_rewind_text(index, root) -> str:
+    """What the index, the audit and the unfinished-turn scan say about a rewound session and its fork."""
+    rows = {row.session_id: row for row in index.sessions().rows}
+    path = Path(root) / "projects" / "notes" / "rewound.jsonl"
+    report = audit(DurableTranscript(path).read_events())
+    lines = [tr("{session}: {count} events listed, last sequence {last}", session=name, count=rows[name].event_count,
+                last=rows[name].last_sequence) for name in ("rewound", "rewound-fork")]
+    lines += [tr("search for the answer taken back: {hits} hit(s)",
+                 hits=len(index.search("took back").rows)),
+              tr("the audit of the rewound session: {turns} turn(s) ended, {tokens} input tokens",
+                 turns=report.turns_ended, tokens=report.input_tokens),
+              tr("sessions with an unfinished turn under the root: {found}",
+                 found=[f"{s.workspace}/{s.session_id}" for s in unfinished_sessions(root)] or tr("none"))]
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- recovery: the turn and its tools
 
 # Tools of TURNS_SCRIPT that change nothing outside the agent: running one again is harmless.
@@ -413,16 +456,25 @@ class _OpenTurn:
     answered: set  # callIds with a result
     tool_timeouts: set  # callIds whose tool_timeout is recorded
     turn_timed_out: bool  # a turn_timeout is recorded
+    not_understood: list  # events of a type (or schema version) the kit does not know: effects it cannot rule out
 
 
 def _open_turn(events: list) -> _OpenTurn:
-    start = max((i for i, event in enumerate(events) if event["type"] == TYPE_TURN_START), default=-1)
+    start = max((i for i, event in enumerate(events) if event.get("type") == TYPE_TURN_START), default=-1)
     turn = events[start + 1:]
-    limits = [(event.get("limit"), event.get("callId")) for event in turn if event["type"] == TYPE_TIMEOUT]
-    return _OpenTurn([event for event in turn if event["type"] == TYPE_FUNCTION_CALL],
-                     {event["callId"] for event in turn if event["type"] == TYPE_FUNCTION_CALL_RESULT},
+    known = [event for event in turn if is_understood(event)]
+    limits = [(event.get("limit"), event.get("callId")) for event in known if event["type"] == TYPE_TIMEOUT]
+    return _OpenTurn([event for event in known if event["type"] == TYPE_FUNCTION_CALL],
+                     {event["callId"] for event in known if event["type"] == TYPE_FUNCTION_CALL_RESULT},
                      {call_id for limit, call_id in limits if limit == TOOL_TIMEOUT},
-                     any(limit == TURN_TIMEOUT for limit, _ in limits))
+                     any(limit == TURN_TIMEOUT for limit, _ in limits),
+                     [event for event in turn if not is_understood(event)])
+
+
+def _not_understood_text(events: list) -> str:
+    """The events a plan cannot interpret, as 'type (event n)'."""
+    return tr(", ").join(f"{event.get('type')!s} ({tr('event {sequence}', sequence=event.get('sequence'))})"
+                         for event in events)
 
 
 def _answer_pending(call: dict, turn: _OpenTurn) -> str:
@@ -459,9 +511,19 @@ def recovery_plan(events) -> RecoveryPlan:
     tool honours (the callId), or ask the user; either way append the answer, then resume the
     turn. A turn whose turn_timeout is on disk without its turn_end gets that turn_end: the
     session expires. A run begun with no turn open (after a retry_command) starts its turn.
+
+    "Nothing changed the world" is said only when every event of the turn is understood: an
+    event of a type the kit does not know (or of a newer schema version) counts as an effect
+    the plan cannot rule out, and the plan says to ask the user. Rewind markers are applied
+    first (turns.materialize).
     """
-    events = list(events)
+    events = materialize(events)
     status = session_status(events)
+    unknown = [event for event in events if not is_understood(event)]
+    if status.decision == NO_TURN_MARKERS and unknown:
+        return RecoveryPlan(status, tr("the log holds events the kit does not understand: {events}; they may "
+                                       "have changed the world, so ask the user before going on",
+                                       events=_not_understood_text(unknown[-3:])))
     if status.state != RUNNING:
         return RecoveryPlan(status, decision_label(status.decision))
     if status.open_turn is None:
@@ -471,6 +533,10 @@ def recovery_plan(events) -> RecoveryPlan:
     if turn.turn_timed_out:
         return RecoveryPlan(status, tr("turn {number} timed out (its turn_timeout is on disk): append its turn_end "
                                        "(timeout); the session is then expired: start a new session", number=number))
+    if turn.not_understood:
+        return RecoveryPlan(status, tr("turn {number} holds events the kit does not understand: {events}; they "
+                                       "may have changed the world, so ask the user before resuming turn {number}",
+                                       number=number, events=_not_understood_text(turn.not_understood)))
     pending = [call for call in turn.calls if call["callId"] not in turn.answered]
     done_effects = [call for call in turn.calls if call["callId"] in turn.answered
                     and call["name"] not in SAFE_TO_REPEAT]

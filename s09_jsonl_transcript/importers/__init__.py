@@ -1,0 +1,32 @@
+"""Real agents' transcripts through the lesson's lens: detect, inspect and import them.
+
+    from s09_jsonl_transcript.importers import detect_format, import_session, inspect_raw
+    detect_format(path)                 # "claude-code", "codex", "seed-002", "workbuddy", "lesson", ...
+    summary = import_session(path, root)  # a new transcript at root/projects/<workspace>/<session>.jsonl
+    inspect_raw(path)                   # what the lesson would say about a raw agent file
+
+One module per source format (claude_code, codex, seed002, workbuddy), each documenting its mapping
+to the lesson's event types; whatever a format holds that the lesson has no type for is kept as a
+`source-record` event (evidence), never dropped. Bundled synthetic samples: SAMPLES.
+"""
+
+from pathlib import Path
+
+from .common import TYPE_SOURCE_RECORD, ImportRefused, ImportSummary
+from .detect import EMPTY, IMPORTABLE, LESSON, UNKNOWN, detect_format, format_of_record
+from .importer import AUTO, FORMAT_CHOICES, import_session
+from .raw import foreign_format_message, format_raw_inspection, inspect_raw
+
+SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
+SAMPLES = {
+    "claude-code": SAMPLES_DIR / "claude-code" / "7f3c2a9e-5b1d-4e8a-9c6f-2d4b8e1a0c57.jsonl",
+    "codex": SAMPLES_DIR / "codex" / "rollout-2026-01-05T09-00-00-0c9d8e7f-6a5b-4c3d-8e2f-1a0b9c8d7e6f.jsonl",
+    "seed-002": SAMPLES_DIR / "seed-002" / "http-server.jsonl",
+    "workbuddy": SAMPLES_DIR / "workbuddy" / "session_abc123.jsonl",
+}
+
+__all__ = [
+    "AUTO", "EMPTY", "FORMAT_CHOICES", "IMPORTABLE", "LESSON", "SAMPLES", "SAMPLES_DIR", "TYPE_SOURCE_RECORD",
+    "UNKNOWN", "ImportRefused", "ImportSummary", "detect_format", "foreign_format_message", "format_of_record",
+    "format_raw_inspection", "import_session", "inspect_raw",
+]

@@ -1,0 +1,192 @@
+"""Claude Code sessions (~/.claude/projects/<cwd with / as ->/<session uuid>.jsonl) to the lesson's events.
+
+The format is documented by the community, not by its authors. Each line is a record whose `type` is
+user, assistant, system, summary, progress, file-history-snapshot or queue-operation; conversation
+records carry `uuid`, `parentUuid` (a tree, not a sequence), `sessionId`, `timestamp`, `isSidechain`,
+`cwd` and `version`. `message.content` is a string or a list of text, thinking, tool_use and
+tool_result blocks, and one API message is often written as several lines sharing `message.id`, one
+block each.
+
+    user / assistant text   -> message            thinking            -> reasoning
+    tool_use                -> function_call      tool_result         -> function_call_result
+    file-history-snapshot   -> file-history-snapshot                  summary -> ai-title
+    anything else (system, progress, queue-operation, images, newer types) -> source-record (evidence)
+
+Duplicates: a line whose uuid was seen before, or a block of an API message (message.id) identical to
+one already imported (the last RECENT_MESSAGES API messages are remembered), is merged: counted, not
+written again. Sidechains: inside a main session, records with isSidechain true belong to a subagent;
+they are kept as evidence, so replay never mixes a subagent's turns into the main conversation. A
+subagent's own file (agent-*.jsonl) is a session of its own: import it by itself, and there its records
+are its conversation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from pathlib import Path
+
+from ..code import (
+    TYPE_AI_TITLE,
+    TYPE_FILE_SNAPSHOT,
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    TYPE_MESSAGE,
+    TYPE_REASONING,
+)
+from .common import DUPLICATE, EVIDENCE, MAPPED, evidence
+
+FORMAT = "claude-code"
+RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
+                          "queue-operation"})
+TREE_FIELDS = ("uuid", "parentUuid", "sessionId")
+RECENT_MESSAGES = 256  # API messages whose blocks are remembered, to merge a repeated block (memory stays flat)
+
+
+def looks_like(record) -> bool:
+    """True when one parsed line looks like a Claude Code record."""
+    if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
+        return False
+    return any(name in record for name in TREE_FIELDS) or record["type"] in ("summary", "file-history-snapshot")
+
+
+def is_subagent_file(path) -> bool:
+    """True for a subagent's own session file: agent-*.jsonl."""
+    return Path(path).name.startswith("agent-")
+
+
+def subagent_files_beside(path) -> list[Path]:
+    """The subagent files that belong with a main session: <session>/subagents/agent-*.jsonl."""
+    path = Path(path)
+    if is_subagent_file(path):
+        return []
+    return sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl"))
+
+
+class Mapper:
+    """Turns Claude Code records, one line at a time, into lesson events (see the module's table)."""
+
+    format = FORMAT
+
+    def __init__(self, source_path):
+        self.subagent_file = is_subagent_file(source_path)
+        self.session_hint = None  # the sessionId the records carry
+        self.workspace_hint = None  # the last folder of their cwd
+        self.streamed_lines = 0
+        self.sidechain_records = 0
+        self._seen_uuids = set()
+        self._blocks_of_message = OrderedDict()  # message.id -> fingerprints of its blocks already imported
+
+    def convert(self, record: dict, provenance: dict, raw: bytes = b"") -> tuple[str, list[dict]]:
+        """(outcome, events) for one record; provenance is the line's, and is extended with the record's own."""
+        uuid = record.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in self._seen_uuids:
+                return DUPLICATE, []
+            self._seen_uuids.add(uuid)
+        self._learn_names(record)
+        provenance = {**provenance, **_own_provenance(record)}
+        kind = record.get("type")
+        if record.get("isSidechain") is True and not self.subagent_file:
+            self.sidechain_records += 1
+            return EVIDENCE, [{**evidence(record, f"sidechain {kind}"), "source": provenance}]
+        if kind in ("user", "assistant"):
+            return self._conversation(record, kind, provenance)
+        if kind == "summary" and isinstance(record.get("summary"), str):
+            event = {"type": TYPE_AI_TITLE, "title": record["summary"], "source": provenance}
+            if isinstance(record.get("leafUuid"), str):
+                event["source"] = {**provenance, "leaf_uuid": record["leafUuid"]}  # the conversation it names
+            return MAPPED, [event]
+        if kind == "file-history-snapshot":
+            return MAPPED, [_snapshot(record, provenance)]
+        return EVIDENCE, [{**evidence(record, str(kind)), "source": provenance}]
+
+    def _learn_names(self, record: dict) -> None:
+        # a subagent's file carries its parent's sessionId: its own name is the file's
+        if self.session_hint is None and not self.subagent_file and isinstance(record.get("sessionId"), str):
+            self.session_hint = record["sessionId"]
+        if self.workspace_hint is None and isinstance(record.get("cwd"), str):
+            self.workspace_hint = Path(record["cwd"]).name or None
+
+    def _conversation(self, record: dict, role: str, provenance: dict) -> tuple[str, list[dict]]:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            return MAPPED, [{"type": TYPE_MESSAGE, "role": role, "content": content, "source": provenance}]
+        if not isinstance(content, list) or not content:
+            return EVIDENCE, [{**evidence(record, role), "source": provenance}]
+        blocks = self._new_blocks(message, content)
+        if blocks is None:
+            return DUPLICATE, []
+        events = [_block_event(block, role, record, provenance) for block in blocks]
+        return (MAPPED if any(e["type"] != "source-record" for e in events) else EVIDENCE), events
+
+    def _new_blocks(self, message: dict, content: list) -> list | None:
+        """The blocks of this line not yet imported for its API message; None when all of them were."""
+        message_id = message.get("id")
+        if not isinstance(message_id, str):
+            return content
+        continues = message_id in self._blocks_of_message
+        seen = self._blocks_of_message.setdefault(message_id, set())
+        self._blocks_of_message.move_to_end(message_id)
+        if len(self._blocks_of_message) > RECENT_MESSAGES:
+            self._blocks_of_message.popitem(last=False)  # a streamed message's lines follow one another
+        fingerprints = [_fingerprint(block) for block in content]
+        fresh = [block for block, fingerprint in zip(content, fingerprints) if fingerprint not in seen]
+        seen.update(fingerprints)
+        if not fresh:
+            return None  # every block was imported from an earlier line: a repeat, merged
+        self.streamed_lines += continues
+        return fresh
+
+
+def _fingerprint(block) -> bytes:
+    """16 bytes that stand for one content block: the importer keeps these, not the blocks."""
+    text = json.dumps(block, sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _own_provenance(record: dict) -> dict:
+    """The record's ids and place in the tree, kept on every event made from it."""
+    message = record.get("message") if isinstance(record.get("message"), dict) else {}
+    found = {
+        "uuid": record.get("uuid"),
+        "parent_uuid": record.get("parentUuid"),
+        "timestamp": record.get("timestamp"),
+        "message_id": message.get("id"),
+        "model": message.get("model"),
+    }
+    if record.get("isSidechain") is True:
+        found["sidechain"] = True
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def _block_event(block, role: str, record: dict, provenance: dict) -> dict:
+    """The lesson event for one content block, or evidence for a block the lesson has no type for."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind == "text" and isinstance(block.get("text"), str):
+        return {"type": TYPE_MESSAGE, "role": role, "content": block["text"], "source": provenance}
+    if kind == "thinking" and isinstance(block.get("thinking"), str):
+        return {"type": TYPE_REASONING, "content": block["thinking"], "source": provenance}
+    if kind == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str):
+        return {"type": TYPE_FUNCTION_CALL, "callId": block["id"], "name": block["name"],
+                "arguments": block.get("input", {}), "source": provenance}
+    if kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
+        event = {"type": TYPE_FUNCTION_CALL_RESULT, "callId": block["tool_use_id"],
+                 "output": block.get("content", ""), "source": provenance}
+        if block.get("is_error") is True:
+            event["is_error"] = True
+        return event
+    return {**evidence(block, f"{role} {kind or 'block'}"), "source": provenance}
+
+
+def _snapshot(record: dict, provenance: dict) -> dict:
+    """A file-history-snapshot stays one, with the paths it tracks listed."""
+    snapshot = record.get("snapshot") if isinstance(record.get("snapshot"), dict) else {}
+    backups = snapshot.get("trackedFileBackups")
+    paths = sorted(backups) if isinstance(backups, dict) else []
+    event = {"type": TYPE_FILE_SNAPSHOT, "paths": paths, "snapshot": snapshot, "source": provenance}
+    if isinstance(record.get("messageId"), str):
+        event["message_id"] = record["messageId"]
+    return event
