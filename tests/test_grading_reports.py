@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from s09_jsonl_transcript.grading.cli import main
 from s09_jsonl_transcript.grading.grader import grade_submission
 from s09_jsonl_transcript.grading.reports import gradescope_results, write_final_grades
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
+pytestmark = [pytest.mark.slow,  # the grader's long suite: tests/test_grader_fast.py is its default-run part
+              pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")]
 
 AUTOGRADER = ROOT / "s09_jsonl_transcript" / "grading" / "autograder"
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}  # Gradescope's four
@@ -87,7 +89,8 @@ def run_autograder(tmp_path: Path, notebooks: list, **environment) -> dict:
     for path in notebooks:
         shutil.copy(path, root / "submission" / path.name)
     done = subprocess.run(["bash", str(AUTOGRADER / "run_autograder")], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "AUTOGRADER_ROOT": str(root), "S09_KIT": str(ROOT), **environment})
+                          env={**os.environ, "AUTOGRADER_ROOT": str(root), "S09_KIT": str(ROOT),
+                               "S09_PYTHON": sys.executable, **environment})  # this interpreter, wherever it lives
     assert done.returncode == 0, done.stderr
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
 

@@ -37,7 +37,8 @@ from test_grading_support import (
 from s09_jsonl_transcript.grading import sandbox
 from s09_jsonl_transcript.grading.grader import GradingOptions, grade_submission
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
+pytestmark = [pytest.mark.slow,  # the grader's long suite: tests/test_grader_fast.py is its default-run part
+              pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")]
 
 SANDBOXED = GradingOptions(cell_timeout=20, total_timeout=90, sandbox=sandbox.REQUIRED)
 UNSANDBOXED = GradingOptions(cell_timeout=20, total_timeout=90, sandbox=sandbox.OFF)
@@ -437,7 +438,10 @@ seen.update(uid=os.getuid(), memory=resource.getrlimit(resource.RLIMIT_AS)[0],
 def test_a_sandboxed_kernel_runs_under_the_stated_limits_as_a_user_of_its_own(tmp_path):
     require_sandbox()
     report = grade_submission(submission(tmp_path, "limits", reporting("LIMITS", LIMITS)), SOURCES, options=SANDBOXED)
-    assert report["sandbox"] == "sandboxed with bubblewrap · 在 bubblewrap 沙箱中运行: " + sandbox.Limits().describe()
+    assert report["sandbox"] == ("sandboxed with bubblewrap · 在 bubblewrap 沙箱中运行: " + sandbox.Limits().describe()
+                                 + "; " + sandbox.memory_note(sandbox.Limits()))
+    if sandbox.memory_cgroup_problem() is None:
+        assert "1280 MiB of memory for all its processes together (a cgroup v1 memory group)" in report["sandbox"]
     assert sandbox.Limits().describe().startswith("1024 MiB of address space per process")
     assert "每个进程 1024 MiB 地址空间" in sandbox.Limits().describe()
     seen = reported_json(report, "ex01.1", "LIMITS")

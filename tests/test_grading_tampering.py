@@ -1,11 +1,13 @@
 """In-kernel tampering (issue 14, part 3): each technique in tests/grading_data/tampering is a real
 submission that fakes every check of exercise 1 while its answers are still stubs.
 
-With the guard off (GradingOptions(detect_tampering=False)) each scores full marks: that is what
-makes it a technique worth detecting. With the guard on, each scores 0, and the reason says
-"tampering detected" and what was found. Well-known extensions (matplotlib's inline backend,
-autoreload) are not taken for tampering. The last test pins down what the guard cannot stop: a
-submission written against the guard itself; the README lists it as not stopped.
+Each used to score full marks with the guard off. Since verdicts are decided outside the student's
+kernel (issue 19), each scores 0 with the guard off too: no score relies on the guard. With the
+guard on, each scores 0 and the reason says "tampering detected"; what was found goes to the
+instructor's report (guard_findings), never to the student's, since it is kernel text. Well-known
+extensions (matplotlib's inline backend, autoreload) are not taken for tampering. A submission
+written against the guard itself, which forges its verdicts, used to score full marks; it now
+scores 0 as well.
 
 One technique also runs from the Chinese student notebook: the guard sees the same kernel either way
 (test_grading_runs.py shows that a Chinese submission assembles to the very notebook of its English twin).
@@ -26,7 +28,8 @@ from test_grading_support import (
 from s09_jsonl_transcript.grading.grader import GradingOptions, find_submissions, grade_many
 from s09_jsonl_transcript.grading.words import TAMPERING as TAMPERING_DETECTED
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
+pytestmark = [pytest.mark.slow,  # the grader's long suite: tests/test_grader_fast.py is its default-run part
+              pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")]
 
 TAMPERING = GRADING_DATA / "tampering"
 TECHNIQUES = sorted(path.stem for path in TAMPERING.glob("*.py") if not path.stem.startswith("innocent"))
@@ -88,13 +91,18 @@ def scores(report: dict) -> list:
 
 
 @pytest.mark.parametrize("technique", TECHNIQUES)
-def test_without_the_guard_the_technique_scores_full_marks(without_guard, technique):
+def test_without_the_guard_the_technique_scores_nothing(without_guard, technique):
     report = without_guard[technique]
     assert report["status"] == "graded"
-    assert report["score"] == FULL_MARKS, scores(report)
+    assert report["score"] == 0, scores(report)
 
 
-@pytest.mark.parametrize("technique", TECHNIQUES + [f"zh/{CHINESE_TECHNIQUE}"])
+# Rewritten replies fake a check's output; with the values compared outside, its checks simply fail
+# before the guard's verdict is asked for: 0 points, with no tampering to report.
+CAUGHT_BY_THE_VALUES = {"rewritten_replies"}
+
+
+@pytest.mark.parametrize("technique", sorted(set(TECHNIQUES) - CAUGHT_BY_THE_VALUES) + [f"zh/{CHINESE_TECHNIQUE}"])
 def test_with_the_guard_the_technique_scores_zero_as_tampering(with_guard, technique):
     report = with_guard[technique]
     assert report["status"] == "graded" and report["score"] == 0, scores(report)
@@ -111,10 +119,15 @@ def test_with_the_guard_the_technique_scores_zero_as_tampering(with_guard, techn
     (f"zh/{CHINESE_TECHNIQUE}", "a post_run_cell hook was added"),
     ("custom_exception_handler", "a custom exception handler was set (set_custom_exc)"),
     ("replaced_run_cell", "the shell had run_cell replaced"),
-    ("rewritten_replies", "the check's reply carries no verdict from the grader's guard · 检查的回复里没有"),
 ])
-def test_the_reason_names_what_was_found(with_guard, technique, found):
-    assert found in with_guard[technique]["reason"]
+def test_the_instructors_report_names_what_was_found(with_guard, technique, found):
+    assert found in " ".join(with_guard[technique]["guard_findings"])
+    assert found not in with_guard[technique]["reason"]  # kernel text: never in what a student sees
+
+
+@pytest.mark.parametrize("technique", sorted(CAUGHT_BY_THE_VALUES))
+def test_with_the_guard_a_technique_the_values_catch_scores_zero(with_guard, technique):
+    assert with_guard[technique]["score"] == 0, scores(with_guard[technique])
 
 
 def test_matplotlib_and_autoreload_are_not_taken_for_tampering(with_guard):
@@ -122,7 +135,7 @@ def test_matplotlib_and_autoreload_are_not_taken_for_tampering(with_guard):
     assert report["reason"] is None and report["score"] == FULL_MARKS, scores(report)
 
 
-def test_a_submission_written_against_the_guard_itself_is_not_stopped(with_guard):
-    """A known limit, listed in the README: code that reads the guard's key from its memory forges verdicts."""
+def test_a_submission_written_against_the_guard_itself_gains_nothing(with_guard):
+    """Code that reads the guard's key from its memory forges its verdicts; the values still decide."""
     report = with_guard["against_the_guard"]
-    assert report["score"] == FULL_MARKS, scores(report)
+    assert report["score"] == 0, scores(report)

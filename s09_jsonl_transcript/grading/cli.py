@@ -8,7 +8,7 @@
     accept [exNN_name ...]                  mark the translated sections of exercises/zh/text/ done
     refresh [--source DIR]                  re-run the instructor sources and save their outputs
     grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder
-          [--format json|gradescope] [--sandbox auto|required|off]
+          [--format json|gradescope] [--sandbox auto|required|off] [--seed N]
     benchmark [--copies 30]                 time the grading of a folder of reference solutions
 
 Exit status: 0 done; 1 `release --check` found differences, `release` left translations to do, or
@@ -110,6 +110,9 @@ def _add_run_options(command) -> None:
     command.add_argument("--sandbox", choices=sandbox.MODES, default=sandbox.AUTO,
                          help="run each grading under bubblewrap: auto (when it works here, the default), "
                               "required (refuse to grade without it), off")
+    command.add_argument("--seed", type=int, default=None,
+                         help="the seed hidden checks draw their inputs from (default: a new one for this run; "
+                              "every report names it, so a run can be reproduced)")
 
 
 def _source_folder(arguments) -> Path:
@@ -124,7 +127,8 @@ def _options(arguments) -> GradingOptions:
     if arguments.jobs is not None and arguments.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     try:
-        options = GradingOptions(arguments.cell_timeout, arguments.timeout, sandbox=arguments.sandbox)
+        options = GradingOptions(arguments.cell_timeout, arguments.timeout, sandbox=arguments.sandbox,
+                                 seed=arguments.seed)
     except ValueError as error:
         raise UsageError(str(error)) from None
     box = sandbox.status(options.sandbox)  # SandboxUnavailable (exit status 2) when required and missing

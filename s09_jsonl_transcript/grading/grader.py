@@ -8,26 +8,45 @@ A report is a plain dict, written as JSON:
      in English and Chinese (see words.py),
      "score": 7, "max_score": 14, "source": "instructor" | "selfcheck", "seconds": 4.2,
      "sandbox": "sandboxed with bubblewrap: ..." | "unsandboxed: ...",
+     "seed": 912877, the grading run's seed, from which the hidden checks drew their inputs,
+     "guard_findings": ["..."], for the instructor only: what the guard saw (kernel text, escaped),
      "checks": [{"name": "ex01.1", "score": 2, "max_score": 2, "visibility": "visible",
                  "feedback": "passed · 通过"}, ...]}
 
 "rejected" is bad input (score 0 and the reason); "error" is a fault of the grader or of its
 sources, which an instructor should look at. Nothing a submission does makes this module raise.
 A notebook in which tampering was detected is graded 0 on every check, with the reason.
+
+No verdict depends on code in the student's kernel. For an instructor source, each grading run
+picks a seed; the instructor's reference answers run first, in a kernel of their own, with the
+check cells instrumented (instrument.py) and that seed; what each check printed there is what the
+student's run of the same cell must print, compared by nbval in the pytest process. A check with a
+read budget also compares the bytes the kernel read, measured from outside it. The guard stays as
+a second line, and for its feedback; no score relies on it. Every text of a report is made
+printable (words.printable): a kernel's text reaches no terminal or file raw.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import sandbox as sandboxing
-from .assemble import SubmissionError, answer_sources, build_notebook, exercise_of, read_submission
+from .assemble import (
+    SubmissionError,
+    answer_sources,
+    build_notebook,
+    exercise_of,
+    instrumented_notebook,
+    read_submission,
+)
 from .runner import RunResult, RunSettings, run_notebook
-from .source import ExerciseSource
-from .words import NOT_GRADED, NOT_RUN, TAMPERING, both, labelled
+from .source import KIND_INSTRUCTOR, ExerciseSource, pass_line
+from .words import NOT_GRADED, NOT_RUN, TAMPERING, both, labelled, printable
 
 GRADED, REJECTED, ERROR = "graded", "rejected", "error"
 
@@ -39,7 +58,8 @@ class GradingOptions:
     cell_timeout and total_timeout are seconds per cell (nbval's timeout) and for the whole
     notebook; sandbox is "auto" (bubblewrap when it works here), "required" or "off"; limits are
     the sandbox's resource limits and the output limit. detect_tampering=False turns the guard off:
-    tests use it to show that each tampering they try would score without it.
+    tests use it to show that no score relies on it. seed is the grading run's seed (None: grade_many
+    or grade_submission picks one at random).
     """
 
     cell_timeout: float = 20.0
@@ -47,13 +67,20 @@ class GradingOptions:
     sandbox: str = sandboxing.AUTO
     limits: sandboxing.Limits = field(default_factory=sandboxing.Limits)
     detect_tampering: bool = True
+    seed: int | None = None
 
     def __post_init__(self):
         if not (self.cell_timeout > 0 and self.total_timeout > 0):
             raise ValueError("timeouts must be positive numbers of seconds")
         if self.sandbox not in sandboxing.MODES:
             raise ValueError(f"sandbox must be one of {', '.join(sandboxing.MODES)}")
+        if self.seed is not None and not (type(self.seed) is int and 0 <= self.seed < 2**63):
+            raise ValueError("the seed must be a whole number from 0 to 2**63 - 1")
 
+
+def new_seed() -> int:
+    """A seed for one grading run."""
+    return secrets.randbelow(10**9)
 
 def available_cores() -> int:
     """The CPU cores this process may use."""
@@ -69,39 +96,110 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
 
     With exercise, the submission must be that exercise. Always returns a report.
     """
-    label = label or Path(path).name
+    label = printable(label or Path(path).name)
+    if options.seed is None:
+        options = replace(options, seed=new_seed())
     box = sandboxing.status(options.sandbox)  # SandboxUnavailable when required and missing
     try:
         notebook = read_submission(path)
         source = _source_for(notebook, path, sources, exercise)
     except SubmissionError as problem:  # still name the exercise when the file name tells it
         known = sources.get(exercise or exercise_of({}, path))
-        return _report(label, known, REJECTED, str(problem), sandbox_note=box.note)
+        return _report(label, known, REJECTED, str(problem), sandbox_note=box.note, seed=options.seed)
     try:
-        assembled = build_notebook(source, answer_sources(notebook, source))
+        answers = answer_sources(notebook, source)
     except SubmissionError as problem:
-        return _report(label, source, REJECTED, str(problem), sandbox_note=box.note)
+        return _report(label, source, REJECTED, str(problem), sandbox_note=box.note, seed=options.seed)
     settings = RunSettings(options.cell_timeout, options.total_timeout, sandboxed=box.enabled,
-                           limits=options.limits, guard=options.detect_tampering)
+                           limits=options.limits, guard=options.detect_tampering, seed=options.seed)
     try:
-        run = run_notebook(assembled, settings)
+        reference = reference_values(source, settings) if source.kind == KIND_INSTRUCTOR else None
+    except ReferenceFailed as error:
+        return _report(label, source, ERROR, labelled(_GRADER_FAULT, str(error)), sandbox_note=box.note,
+                       seed=options.seed)
+    try:
+        run = run_notebook(build_notebook(source, answers, reference), settings)
     except Exception as error:  # a fault of this machine or of the grader, not of the submission
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, f"could not run the notebook: {error!r}"),
-                       sandbox_note=box.note)
+                       sandbox_note=box.note, seed=options.seed)
     if options.detect_tampering and run.guard != "ready" and (run.cells or run.guard):
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, "the grader's guard did not start: "
                                                       f"{run.guard or 'no word from it'}"),
-                       seconds=run.seconds, sandbox_note=box.note)
+                       seconds=run.seconds, sandbox_note=box.note, seed=options.seed)
     if not run.cells and not run.timed_out and not run.stopped:
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, "the nbval run reported no cells; its output "
                                                       "ends with:\n" + run.log_tail[-1000:]),
-                       seconds=run.seconds, sandbox_note=box.note)
+                       seconds=run.seconds, sandbox_note=box.note, seed=options.seed)
     if run.tampering:
-        reason = labelled(TAMPERING, run.tampering[0])
+        reason = labelled(TAMPERING, GUARD_FOUND)
         checks = [_check_entry(check, 0, reason) for check in source.checks]
-        return _report(label, source, GRADED, reason, checks, run.seconds, sandbox_note=box.note)
+        report = _report(label, source, GRADED, reason, checks, run.seconds, sandbox_note=box.note, seed=options.seed)
+        report["guard_findings"] = [printable(found)[:_FINDING_LIMIT] for found in run.tampering[:_FINDINGS_KEPT]]
+        return report
     checks = _scored_checks(source, run, options)
-    return _report(label, source, GRADED, _graded_reason(run, checks), checks, run.seconds, sandbox_note=box.note)
+    return _report(label, source, GRADED, _graded_reason(run, checks), checks, run.seconds, sandbox_note=box.note,
+                   seed=options.seed)
+
+
+# What the guard saw is kernel text (a thread's name, a hook's): it may quote a hidden check, so a
+# student's report says only that something was found; the instructor's JSON report lists it.
+GUARD_FOUND = both("the grader's guard found the kernel's machinery changed (the instructor's report lists what)",
+                   "评分程序的守卫发现内核的机制被改动过（教师的报告里列出了细节）")
+_FINDING_LIMIT = 500
+_FINDINGS_KEPT = 5
+
+
+class ReferenceFailed(RuntimeError):
+    """The instructor's reference answers did not pass every check under this seed: the grader's fault."""
+
+
+@dataclass(frozen=True)
+class ReferenceCell:
+    """What one check cell printed in the reference run, and the bytes the kernel read meanwhile."""
+
+    outputs: tuple
+    bytes_read: int | None
+
+
+_references: dict = {}
+_reference_locks: dict = {}
+_references_lock = threading.Lock()
+
+
+def reference_values(source: ExerciseSource, settings: RunSettings) -> dict:
+    """Code-cell index -> ReferenceCell for every check, from a run of the reference answers (cached per seed).
+
+    The run is a notebook of its own, in a fresh kernel, with the same instrumented check cells and
+    seed as the students' runs; it never sees a student's code. ReferenceFailed when a check did not
+    pass there.
+    """
+    key = (str(source.path), settings.seed, settings.sandboxed, settings.cell_timeout, settings.limits)
+    with _references_lock:
+        lock = _reference_locks.setdefault(key, threading.Lock())
+    with lock:  # one reference run per exercise and seed, however many students wait for it
+        if key not in _references:
+            _references[key] = _run_reference(source, settings)
+    return _references[key]
+
+
+def _run_reference(source: ExerciseSource, settings: RunSettings) -> dict:
+    run = run_notebook(instrumented_notebook(source), replace(settings, guard=False, collect_outputs=True))
+    found, failed = {}, []
+    for check in source.checks:
+        outcome = run.cells.get(check.cell_index)
+        outputs = outcome.outputs if outcome else ()
+        printed = "".join(str(output.get("text", "")) for output in outputs if output.get("output_type") == "stream")
+        clean = all(output.get("output_type") == "stream" and output.get("name") == "stdout" for output in outputs)
+        unmeasured = check.read_slack is not None and (outcome is None or outcome.bytes_read is None)
+        passed = printed.endswith(pass_line(check.name, check.points) + "\n")
+        if outcome is None or not clean or unmeasured or not passed:
+            failed.append(check.name)
+        found[check.cell_index] = ReferenceCell(outputs, outcome.bytes_read if outcome else None)
+    if failed:
+        raise ReferenceFailed(f"the reference answers of {source.exercise} did not pass {', '.join(failed)} with seed "
+                              f"{settings.seed} (reproduce with --seed {settings.seed}); pytest's output ends with:\n"
+                              + run.log_tail[-600:])
+    return found
 
 
 # A fault of the grader, for the instructor; what follows it is a diagnosis in English.
@@ -110,6 +208,8 @@ _GRADER_FAULT = both("the grader failed, not the notebook", "出错的是评分�
 
 def _graded_reason(run: RunResult, checks: list) -> str | None:
     """Why a graded notebook lost points wholesale: stopped by a limit, or out of memory; else None."""
+    if run.memory_exceeded:
+        return run.memory_exceeded
     if run.stopped:
         return run.stopped
     memory = [check["feedback"] for check in checks if "out of memory" in check["feedback"]]
@@ -155,11 +255,13 @@ def _scored_checks(source: ExerciseSource, run: RunResult, options: GradingOptio
 
 def _check_entry(check, score: int, feedback: str) -> dict:
     return {"name": check.name, "score": score, "max_score": check.points,
-            "visibility": "hidden" if check.hidden else "visible", "feedback": feedback}
+            "visibility": "hidden" if check.hidden else "visible", "feedback": printable(feedback)}
 
 
 def _report(label: str, source: ExerciseSource | None, status: str, reason: str | None,
-            checks: list | None = None, seconds: float = 0.0, sandbox_note: str | None = None) -> dict:
+            checks: list | None = None, seconds: float = 0.0, sandbox_note: str | None = None,
+            seed: int | None = None) -> dict:
+    reason = printable(reason) if reason is not None else None
     if checks is None:  # not graded: every check scores 0 and says why
         checks = [_check_entry(check, 0, labelled(NOT_GRADED, reason)) for check in (source.checks if source else ())]
     return {
@@ -172,6 +274,7 @@ def _report(label: str, source: ExerciseSource | None, status: str, reason: str 
         "source": source.kind if source else None,
         "seconds": round(seconds, 2),
         "sandbox": sandbox_note,
+        "seed": seed,
         "checks": checks,
     }
 
@@ -184,6 +287,8 @@ def grade_many(submissions: list, sources: dict, *, exercise: str | None = None,
     on_graded(done, total, report) is called as each submission finishes (for a progress bar).
     """
     jobs = max(1, jobs or available_cores())
+    if options.seed is None:  # one seed for the whole run: one reference run per exercise
+        options = replace(options, seed=new_seed())
     reports = [None] * len(submissions)
     with ThreadPoolExecutor(max_workers=jobs) as pool:  # each job waits on its own subprocess
         futures = {pool.submit(grade_submission, path, sources, exercise=exercise, label=label,
@@ -195,10 +300,20 @@ def grade_many(submissions: list, sources: dict, *, exercise: str | None = None,
                 reports[index] = future.result()
             except Exception as error:  # a grader bug must not lose the rest of the class
                 path, label = submissions[index]
-                reports[index] = _report(label, None, ERROR, labelled(_GRADER_FAULT, repr(error)))
+                reports[index] = _report(printable(label), None, ERROR, labelled(_GRADER_FAULT, repr(error)),
+                                         seed=options.seed)
             if on_graded:
                 on_graded(done, len(submissions), reports[index])
     return reports
+
+
+def display_label(label: str) -> str:
+    """A label any file and terminal can hold: bytes that are not UTF-8 become escapes such as \\xd5."""
+    try:
+        raw = os.fsencode(label)
+    except UnicodeError:
+        return printable(label)
+    return printable(raw.decode("utf-8", "backslashreplace"))
 
 
 def find_submissions(arguments) -> list:
@@ -220,6 +335,7 @@ def find_submissions(arguments) -> list:
         else:
             pairs = [(argument, argument.name)]
         for path, label in pairs:
+            label = display_label(label)
             unique, number = label, 2
             while unique in labels:
                 unique, number = f"{label} ({number})", number + 1

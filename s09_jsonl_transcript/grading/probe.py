@@ -14,7 +14,15 @@ itself non-dumpable so that a kernel running as the same user cannot open it thr
 - with `--s09-guard`, asks the grader's guard (guard.py, loaded into the kernel before any answer
   code) for a signed verdict after each check cell, and fails the check, reporting tampering, when
   the verdict is missing, forged, about another cell, or names an interference;
-- tells the grader the kernel's process id, so that an unsandboxed grader can kill it whatever happens.
+- tells the grader the kernel's process id, so that an unsandboxed grader can kill it whatever happens;
+- measures, from outside the kernel, the bytes the kernel read during each check cell (`rchar` in
+  /proc/<kernel pid>/io, which counts every read-like system call of all its threads): a check whose
+  metadata holds `read_slack` fails when the kernel read more than the reference run did (its
+  `reference_rchar`) plus that slack, whatever the kernel's own counters say;
+- with `--s09-collect-outputs` (the grader's reference run), sends each check cell's outputs and its
+  bytes read, which become the expected outputs of the students' runs;
+- never puts text from the kernel in the feedback of a hidden check: the student's code produced
+  that text while a hidden check ran, and it may quote the check.
 """
 
 from __future__ import annotations
@@ -77,6 +85,8 @@ def pytest_addoption(parser):
                      help="bytes of output the notebook may produce in all")
     parser.addoption("--s09-guard", action="store_true", default=False,
                      help="load the grader's guard into the kernel and require its verdict on every check")
+    parser.addoption("--s09-collect-outputs", action="store_true", default=False,
+                     help="report each check cell's outputs and bytes read (the reference run)")
 
 
 def pytest_configure(config):
@@ -89,6 +99,7 @@ def pytest_configure(config):
     config._s09_output_limit = config.getoption("--s09-output-limit")
     config._s09_stopped = None  # why the notebook was stopped early, once it is
     config._s09_key = None
+    config._s09_collect = config.getoption("--s09-collect-outputs")
     if config.getoption("--s09-guard"):
         config._s09_key = secrets.token_bytes(32)
         _write_guard_file(config)
@@ -312,10 +323,28 @@ def pytest_runtest_setup(item):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     item.config._s09_item = item
+    kernel_pid = _pid_of(getattr(item.parent, "kernel", None))
+    before = kernel_bytes_read(kernel_pid) if _role(item) == "check" else None
     try:
         yield
     finally:
         item.config._s09_item = None
+        after = kernel_bytes_read(kernel_pid) if before is not None else None
+        item._s09_rchar = after - before if after is not None else None
+
+
+def kernel_bytes_read(pid) -> int | None:
+    """The bytes a process has read so far (rchar of /proc/<pid>/io), or None when it cannot be read."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/io", "rb") as io_file:
+            for line in io_file:
+                if line.startswith(b"rchar:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -325,8 +354,16 @@ def pytest_runtest_makereport(item, call):
     cell = getattr(item, "cell_num", None)
     if cell is None or report.when == "teardown" or (report.when == "setup" and report.passed):
         return
-    result, feedback = _judge(item, call, report)
-    _send(item.config, {"kind": "cell", "cell": cell, "outcome": result, "feedback": feedback})
+    try:
+        result, feedback = _judge(item, call, report)
+    except Exception as error:  # noqa: BLE001 - a fault of the probe costs this cell, never the run
+        result, feedback = "failed", both(f"the grader failed on this cell ({type(error).__name__})",
+                                          f"评分程序在这个单元上出错了（{type(error).__name__}）")
+    message = {"kind": "cell", "cell": cell, "outcome": result, "feedback": feedback}
+    if getattr(item.config, "_s09_collect", False) and _role(item) == "check" and report.when == "call":
+        message["outputs"] = [dict(output) for output in getattr(item, "test_outputs", None) or []]
+        message["rchar"] = getattr(item, "_s09_rchar", None)
+    _send(item.config, message)
 
 
 def _judge(item, call, report) -> tuple:
@@ -341,7 +378,12 @@ def _judge(item, call, report) -> tuple:
     if report.passed:
         if status not in (None, "ok"):
             return "failed", HIDDEN_ERROR
+        over_budget = _read_budget_problem(item) if report.when == "call" else None
+        if over_budget:
+            return "failed", over_budget
         return "passed", PASSED
+    if _is_hidden(item) and not getattr(item.config, "_s09_collect", False):
+        return "failed", _hidden_failure(item, call)
     if _error_names(item) & {OUTPUT_LIMIT_ERROR} and getattr(item.config, "_s09_stopped", None) is None:
         limit = f"{item.config._s09_output_limit:,}"
         _stop(item.config, item.parent.kernel, both(
@@ -352,6 +394,47 @@ def _judge(item, call, report) -> tuple:
     if hasattr(report, "wasxfail"):  # nbval expects every cell after a timeout to fail
         feedback += " (after an earlier cell timed out · 前面有单元超时)"
     return "failed", feedback
+
+
+def _is_hidden(item) -> bool:
+    role = (getattr(getattr(item, "cell", None), "metadata", None) or {}).get("s09", {})
+    return isinstance(role, dict) and role.get("hidden") is True
+
+
+def _hidden_failure(item, call) -> str:
+    """Feedback for a failed hidden check: what the grader knows, never what the kernel said."""
+    error = call.excinfo.value if call.excinfo else None
+    stopped = getattr(item.config, "_s09_stopped", None)
+    if isinstance(error, (KernelStoppedError, OutputLimitError)) or stopped:
+        return labelled(STOPPED if not stopped else NOT_RUN, stopped or KERNEL_STOPPED)
+    if isinstance(error, KernelDiedError) or "Kernel dead" in str(error or ""):
+        return both("failed: the kernel died or had died", "未通过：内核已经退出")
+    if str(error or "").startswith("Timeout of"):
+        return labelled(TIMED_OUT, both("this hidden check ran too long", "这个隐藏检查运行太久"))
+    return HIDDEN_FAILED
+
+
+HIDDEN_FAILED = both("failed (a hidden check: the grader shows no details)", "未通过（隐藏检查：评分程序不显示细节）")
+
+
+def _read_budget_problem(item) -> str | None:
+    """Why a check with a read budget fails on the bytes the kernel read (measured out here), or None."""
+    role = (getattr(getattr(item, "cell", None), "metadata", None) or {}).get("s09", {})
+    if not isinstance(role, dict) or "reference_rchar" not in role or "read_slack" not in role \
+            or getattr(item.config, "_s09_collect", False):
+        return None  # no budget, a self-check (no reference to measure against), or the reference run itself
+    reference, slack, measured = role.get("reference_rchar"), role["read_slack"], getattr(item, "_s09_rchar", None)
+    if measured is None or not isinstance(reference, int):
+        return both("failed: the bytes the kernel read could not be measured from outside it",
+                    "未通过：无法从内核外部测出它读了多少字节")
+    if measured <= reference + slack:
+        return None
+    if _is_hidden(item):
+        return HIDDEN_FAILED
+    return both(f"failed: while this check ran, the kernel read {measured:,} bytes (measured from outside it); "
+                f"the reference answer's run read {reference:,}, and {slack:,} more are allowed",
+                f"未通过：这个检查运行时，内核读了 {measured:,} 字节（在内核外部测得）；"
+                f"参考答案读了 {reference:,} 字节，最多允许再多 {slack:,} 字节")
 
 
 def _check_verdict(item, reply, must_hold: bool) -> str | None:
@@ -410,9 +493,26 @@ def _describe_failure(item, error, status) -> str:
         return HIDDEN_ERROR
     if "Cell outputs differ" in text:
         printed = "".join(out.get("text", "") for out in outputs if out.get("output_type") == "stream")
-        return _limited(labelled(both("printed something other than its pass line", "打印了通过行以外的内容"),
-                                 repr(printed)))
+        expected = "".join(out.get("text", "") for out in item.cell.get("outputs", ())
+                           if out.get("output_type") == "stream")
+        return _limited(labelled(_VALUES_DIFFER, _first_difference(printed, expected)))
     return _limited(text.split("\n", 1)[0] or type(error).__name__)
+
+
+_VALUES_DIFFER = both("the values this check compares differ from the reference answer's, or the cell printed "
+                      "something else (compared outside your kernel)",
+                      "这个检查比较的值与参考答案的不同，或者单元打印了别的内容（在你的内核之外比较）")
+
+
+def _first_difference(printed: str, expected: str) -> str:
+    """The first line where the student's run printed something else than the reference's run."""
+    got_lines, expected_lines = printed.splitlines(), expected.splitlines()
+    for number, (got, wanted) in enumerate(zip(got_lines, expected_lines), start=1):
+        if got != wanted:
+            return f"line {number}: got {got[:300]!r}, expected {wanted[:300]!r}"
+    if len(got_lines) < len(expected_lines):
+        return f"line {len(got_lines) + 1}: got nothing, expected {expected_lines[len(got_lines)][:300]!r}"
+    return f"line {len(expected_lines) + 1}: got {got_lines[len(expected_lines)][:300]!r}, expected nothing more"
 
 
 def _limited(text: str) -> str:

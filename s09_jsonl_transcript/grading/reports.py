@@ -4,6 +4,12 @@ Two formats. "json" (the default): one JSON report per submission and, for a fol
 (`class.csv`). "gradescope": one Gradescope autograder results file per submission (the shape
 Gradescope reads from /autograder/results/results.json; `results.json` itself when one submission
 was graded) and an otter-style `final_grades.csv` (a row per file, a column per check, total, possible).
+
+Whatever a submission is called, it gets its own report file and its own row: report names are
+made of safe characters, cut to a length every file system takes, never equal to each other, to a
+folder another report needs, or to the class table. Text reaches a terminal without control
+characters, and a CSV cell that a spreadsheet would read as a formula starts with a single quote
+(OWASP's rule against CSV injection).
 """
 
 from __future__ import annotations
@@ -16,47 +22,60 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from .words import HIDDEN, SELF_CHECK, STATUS, TOTAL, UNKNOWN_EXERCISE, both, labelled
+from .words import HIDDEN, SELF_CHECK, STATUS, TOTAL, UNKNOWN_EXERCISE, both, labelled, printable
 
 CSV_COLUMNS = ["submission", "exercise", "status", "score", "max_score", "reason"]
 FORMATS = ("json", "gradescope")
 GRADESCOPE_RESULTS = "results.json"
 FINAL_GRADES = "final_grades.csv"
-_UNSAFE = re.compile(r"[^\w./-]")  # labels are relative paths; anything else becomes "_"
+_UNSAFE = re.compile(r"[^\w.-]")  # a label's path parts keep letters, digits and _.-; anything else becomes "_"
+_PART_BYTES = 150  # of UTF-8 in a file name part, well below the 255 of common file systems
+RESERVED_NAMES = ("class.csv", "final_grades.csv", GRADESCOPE_RESULTS)  # what the reports folder holds besides
+
+
+def _safe_parts(label: str) -> tuple:
+    """The label's path parts made safe, and whether anything had to change."""
+    parts, changed = [], False
+    for part in label.split("/"):
+        safe = _UNSAFE.sub("_", part)
+        if safe in ("", ".", ".."):
+            safe = "_"
+        if len(safe.encode("utf-8")) > _PART_BYTES:
+            safe = safe.encode("utf-8")[:_PART_BYTES].decode("utf-8", "ignore")
+        changed |= safe != part
+        parts.append(safe)
+    if len(parts) > 1 and parts[0].casefold() in RESERVED_NAMES:  # a folder may not take the class table's name
+        parts[0], changed = parts[0] + "_", True
+    return parts, changed
 
 
 def report_names(labels: list) -> list:
     """A relative report path (ending in .json) per submission label, never two alike.
 
-    A label that had characters replaced gets a short hash of the original, so "a b.ipynb" and
-    "a_b.ipynb" keep two reports; names still alike (ignoring case, for case-insensitive file
-    systems, or given twice) get -2, -3, ... in order.
+    A label that had characters replaced or was cut gets a short hash of the original, so
+    "a b.ipynb" and "a_b.ipynb" keep two reports; names still alike (ignoring case, for
+    case-insensitive file systems, or given twice), or equal to a folder another report needs or to
+    a file the reports folder holds, get -2, -3, ... in order.
     """
-    names, taken = [], set()
+    stems = []
     for label in labels:
-        safe = _UNSAFE.sub("_", label)
-        parts = [part if part not in ("", ".", "..") else "_" for part in safe.split("/")]
+        parts, changed = _safe_parts(label)
+        if parts[-1].endswith(".ipynb"):
+            parts[-1] = parts[-1][: -len(".ipynb")] or "_"
         stem = "/".join(parts)
-        if stem.endswith(".ipynb"):
-            stem = stem[: -len(".ipynb")]
-        if safe != label:
+        if changed:
             stem += "-" + hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        stems.append(stem)
+    folders = {"/".join(stem.split("/")[:depth]).casefold()
+               for stem in stems for depth in range(1, stem.count("/") + 1)}
+    names, taken = [], {name.casefold() for name in RESERVED_NAMES} | folders
+    for stem in stems:
         name, number = f"{stem}.json", 2
-        while name.casefold() in taken or name == GRADESCOPE_RESULTS:
+        while name.casefold() in taken:
             name, number = f"{stem}-{number}.json", number + 1
         taken.add(name.casefold())
         names.append(Path(name))
     return names
-
-
-def report_path(folder, label: str) -> Path:
-    """Where the JSON report for a single submission label goes."""
-    return Path(folder) / report_names([label])[0]
-
-
-def write_report(report: dict, folder) -> Path:
-    """Write one submission's report as JSON under folder; return its path."""
-    return write_reports([report], folder)[0]
 
 
 def write_reports(reports: list, folder, format: str = "json") -> list:
@@ -66,9 +85,14 @@ def write_reports(reports: list, folder, format: str = "json") -> list:
     also written to results.json.
     """
     paths = []
-    for report, name in zip(reports, report_names([report["submission"] for report in reports])):
+    names = report_names([report["submission"] for report in reports])
+    for number, (report, name) in enumerate(zip(reports, names), start=1):
         content = gradescope_results(report) if format == "gradescope" else report
-        paths.append(_write_json(Path(folder) / name, content))
+        try:
+            paths.append(_write_json(Path(folder) / name, content))
+        except OSError as error:  # this submission's report only: the class goes on
+            report["report_problem"] = printable(f"could not write {name}: {error.strerror or error}")
+            paths.append(_write_json(Path(folder) / f"unwritable-report-{number}.json", content))
     if format == "gradescope" and len(reports) == 1:
         paths.append(_write_json(Path(folder) / GRADESCOPE_RESULTS, gradescope_results(reports[0])))
     return paths
@@ -76,7 +100,8 @@ def write_reports(reports: list, folder, format: str = "json") -> list:
 
 def _write_json(path: Path, content: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8",
+                    errors="backslashreplace")  # a lone surrogate that got this far is written as an escape
     return path
 
 
@@ -102,7 +127,8 @@ def gradescope_results(report: dict) -> dict:
                    "visibility": "visible" if check["visibility"] == "visible" else "after_published",
                    "output": check["feedback"], "output_format": "text"}
                   for check in report["checks"]],
-        "extra_data": {key: report.get(key) for key in ("submission", "exercise", "status", "reason", "source")},
+        "extra_data": {key: report.get(key)
+                       for key in ("submission", "exercise", "status", "reason", "source", "seed")},
     }
 
 
@@ -113,11 +139,11 @@ def write_final_grades(reports: list, path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
-        writer.writerow(["file", *check_names, "total", "possible"])
+        writer.writerow(_csv_row(["file", *check_names, "total", "possible"]))
         for report in reports:
             scores = {check["name"]: check["score"] for check in report["checks"]}
-            writer.writerow([report["submission"], *[scores.get(name, "") for name in check_names],
-                             report["score"], report["max_score"]])
+            writer.writerow(_csv_row([report["submission"], *[scores.get(name, "") for name in check_names],
+                                      report["score"], report["max_score"]]))
     return path
 
 
@@ -135,12 +161,27 @@ def write_class_csv(reports: list, path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
-        writer.writerow(CSV_COLUMNS + check_names)
+        writer.writerow(_csv_row(CSV_COLUMNS + check_names))
         for report in reports:
             scores = {check["name"]: check["score"] for check in report["checks"]}
-            writer.writerow([report.get(column) if report.get(column) is not None else "" for column in CSV_COLUMNS]
-                            + [scores.get(name, "") for name in check_names])
+            writer.writerow(_csv_row([report.get(column) if report.get(column) is not None else ""
+                                      for column in CSV_COLUMNS] + [scores.get(name, "") for name in check_names]))
     return path
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A CSV cell a spreadsheet shows as text: text that starts like a formula gets a leading single quote."""
+    if not isinstance(value, str):
+        return value
+    text = printable(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+def _csv_row(values: list) -> list:
+    return [csv_cell(value) for value in values]
 
 
 def status_label(status: str) -> str:
@@ -151,9 +192,9 @@ def status_label(status: str) -> str:
 def format_report(report: dict) -> str:
     """One submission's result: a line per check with its feedback, then the total (words in both languages)."""
     kind = f", {SELF_CHECK}" if report["source"] == "selfcheck" else ""
-    lines = [f"{report['submission']}  ({report['exercise'] or UNKNOWN_EXERCISE}{kind})"]
+    lines = [f"{_terminal(report['submission'])}  ({report['exercise'] or UNKNOWN_EXERCISE}{kind})"]
     if report["reason"]:
-        lines.append(f"  {labelled(status_label(report['status']), report['reason'])}")
+        lines.append(f"  {_terminal(labelled(status_label(report['status']), report['reason']))}")
     if (report.get("sandbox") or "").startswith("unsandboxed"):
         lines.append(f"  {report['sandbox']}")
     if report["status"] == "graded":
@@ -161,7 +202,7 @@ def format_report(report: dict) -> str:
         for check in report["checks"]:
             hidden = hidden_mark if check["visibility"] == "hidden" else ""
             score = f"{check['score']}/{check['max_score']}"
-            feedback = _one_line(check["feedback"], FEEDBACK_WIDTH)
+            feedback = _one_line(_terminal(check["feedback"]), FEEDBACK_WIDTH)
             lines.append(f"  {check['name']:<8} {score}{_padded(hidden, _width(hidden_mark))} {feedback}")
     total = f"{report['score']}/{report['max_score']}"
     lines.append(f"  {labelled(TOTAL, total)}")
@@ -174,14 +215,19 @@ CLASS_HEADER = (both("submission", "提交"), both("exercise", "练习"), both("
 def format_class(reports: list) -> str:
     """A table of a batch: one line per submission."""
     submission, exercise, score = CLASS_HEADER
-    width = max([len(report["submission"]) for report in reports] + [len(submission)])
+    width = max([len(_terminal(report["submission"])) for report in reports] + [len(submission)])
     lines = [f"{submission:<{width}}  {exercise}  {score}"]
     for report in reports:
         reason = report["reason"]
-        note = f"  [{labelled(status_label(report['status']), _one_line(reason))}]" if reason else ""
-        lines.append(f"{report['submission']:<{width}}  {report['exercise'] or '-':<{len(exercise)}}  "
+        note = f"  [{labelled(status_label(report['status']), _one_line(_terminal(reason)))}]" if reason else ""
+        lines.append(f"{_terminal(report['submission']):<{width}}  {report['exercise'] or '-':<{len(exercise)}}  "
                      f"{report['score']:>3}/{report['max_score']:<3}{note}")
     return "\n".join(lines)
+
+
+def _terminal(text) -> str:
+    """Text for a terminal: one line, every control character shown as an escape instead of acting."""
+    return printable(text, newlines=False)
 
 
 def _width(text: str) -> int:
@@ -211,6 +257,7 @@ class ProgressBar:
 
     def update(self, done: int, label: str = "") -> None:
         """Show that done of total steps are finished; label names the last one."""
+        label = _terminal(label)
         filled = self.width * done // max(self.total, 1)
         bar = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total}"
         if self.live:

@@ -26,7 +26,9 @@ from pathlib import Path
 import psutil
 
 from . import sandbox
+from .checks import SEED_VARIABLE
 from .source import notebook_json
+from .words import both
 
 PROBE_PLUGIN = "s09_jsonl_transcript.grading.probe"
 GUARD_EXTENSION = "s09_jsonl_transcript.grading.guard"
@@ -41,6 +43,8 @@ class CellOutcome:
 
     passed: bool
     feedback: str
+    outputs: tuple = ()  # the cell's outputs, reported only in a reference run
+    bytes_read: int | None = None  # what the kernel read during the cell, measured outside it (reference run)
 
 
 @dataclass
@@ -54,6 +58,7 @@ class RunResult:
     seconds: float = 0.0
     tampering: list = field(default_factory=list)  # what the guard or the probe caught, one line each
     stopped: str | None = None  # why the probe stopped the notebook early (output limit, stopped kernel)
+    memory_exceeded: str | None = None  # why, when the grading's processes together ran out of memory
     guard: str | None = None  # "ready", or why the guard did not start (None when it was not asked for)
 
 
@@ -66,6 +71,8 @@ class RunSettings:
     sandboxed: bool = False
     limits: sandbox.Limits = sandbox.Limits()
     guard: bool = True
+    seed: int = 0  # the grading run's seed, in the kernel's environment as S09_SEED
+    collect_outputs: bool = False  # a reference run: report every check cell's outputs
 
 
 def run_notebook(notebook, settings: RunSettings) -> RunResult:
@@ -75,8 +82,11 @@ def run_notebook(notebook, settings: RunSettings) -> RunResult:
         scratch = Path(scratch)
         files = _prepare_files(scratch, notebook, settings)
         if settings.sandboxed:
-            with sandbox.acquire_slot() as slot:
-                result = _run_sandboxed(scratch, files, settings, slot)
+            view = sandbox.write_package_view(scratch / "package")
+            with sandbox.acquire_slot() as slot, sandbox.memory_group(slot, settings.limits) as group:
+                result = _run_sandboxed(scratch, files, settings, slot, group, view)
+                if group is not None and group.ran_out():
+                    result.memory_exceeded = _out_of_memory(settings.limits)
         else:
             result = _run_unsandboxed(scratch, files, settings)
     result.seconds = time.monotonic() - started
@@ -122,11 +132,14 @@ def _pytest_command(root: str, report_fd: int, settings: RunSettings) -> list:
     ]
     if settings.guard:
         command.append("--s09-guard")
+    if settings.collect_outputs:
+        command.append("--s09-collect-outputs")
     return command
 
 
-def _common_environment(root: str) -> dict:
+def _common_environment(root: str, settings: RunSettings) -> dict:
     return {
+        SEED_VARIABLE: str(settings.seed),
         "IPYTHONDIR": f"{root}/ipython",  # no profile but ours, no startup files, no shared history
         "JUPYTER_PLATFORM_DIRS": "1",  # silences jupyter_core's migration warning
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -138,19 +151,28 @@ def _common_environment(root: str) -> dict:
 # --------------------------------------------------------------------------- two ways to run
 
 
-def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int) -> RunResult:
+def _out_of_memory(limits: sandbox.Limits) -> str:
+    total = limits.total_memory >> 20
+    return both(f"out of memory: the notebook's processes together went over the memory limit of {total} MiB "
+                "(memfds, /tmp and shared memory included), so the kernel was stopped",
+                f"内存不足：笔记本的所有进程合计超过了 {total} MiB 的内存上限（memfd、/tmp 和共享内存都计入），"
+                "因此内核被终止")
+
+
+def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int, group, view: str) -> RunResult:
     root = sandbox.SANDBOX_ROOT
     environment = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": sandbox.SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
         "MALLOC_ARENA_MAX": "2",  # fewer 64 MiB arena reservations: the address-space limit is for data
-        **_common_environment(root),
+        **_common_environment(root, settings),
     }
     read_fd, write_fd = os.pipe()
     command = sandbox.build_command(
         _pytest_command(root, write_fd, settings),
         scratch_files={f"{root}/{relative}": str(path) for relative, path in files.items()},
-        slot=slot, limits=settings.limits, environment=environment, keep_fds=(write_fd,), cwd=root)
+        slot=slot, limits=settings.limits, environment=environment, keep_fds=(write_fd,), cwd=root, group=group,
+        package_view=view)
     try:
         process = _start(command.argv, read_fd, write_fd, pass_fds=command.pass_fds, **command.popen_options)
     finally:
@@ -163,7 +185,7 @@ def _run_unsandboxed(scratch: Path, files: dict, settings: RunSettings) -> RunRe
     dropped = {"MPLBACKEND", "PYTHONSTARTUP", "PYTHONBREAKPOINT"}
     environment = {name: value for name, value in os.environ.items()
                    if name not in dropped and not name.startswith(("PYTEST_", "S09_"))}
-    environment.update(_common_environment(root))
+    environment.update(_common_environment(root, settings))
     read_fd, write_fd = os.pipe()
     process = _start(_pytest_command(root, write_fd, settings), read_fd, write_fd, pass_fds=(write_fd,),
                      cwd=root, env=environment, start_new_session=True)
@@ -282,8 +304,12 @@ class _Listener(threading.Thread):
             if kernel is not None:
                 self.kernels.append(kernel)
         elif kind == "cell" and isinstance(message.get("cell"), int):
+            outputs = message.get("outputs")
+            bytes_read = message.get("rchar")
             self.result.cells[message["cell"]] = CellOutcome(
-                message.get("outcome") == "passed", str(message.get("feedback", "")))
+                message.get("outcome") == "passed", str(message.get("feedback", "")),
+                tuple(output for output in outputs if isinstance(output, dict)) if isinstance(outputs, list) else (),
+                bytes_read if type(bytes_read) is int else None)
         elif kind == "tampering":
             self.result.tampering.append(str(message.get("what", "")))
         elif kind == "stopped":

@@ -10,7 +10,13 @@ What the sandbox holds, and nothing else:
 - its own PID, network (loopback only), IPC, UTS and cgroup namespaces: nothing started inside can
   outlive the sandbox, see the grader's processes, or reach the network;
 - limits (prlimit): address space per process, tasks (threads and processes) of the sandbox's
-  user, file size, CPU seconds, open files, no core dumps.
+  user, file size, CPU seconds, open files, no core dumps;
+- a memory limit on everything the grading holds, all its processes together, memfds, /tmp and
+  /dev/shm included: a cgroup v1 memory group made for each grading, where this process may make one
+  (root, with the memory controller mounted at /sys/fs/cgroup/memory). Elsewhere only the limits
+  above hold, and the sandbox's note says so: memory that is never mapped (a memfd, a tmpfs file)
+  is then not counted per process, so the total is bounded only by /tmp's and /dev/shm's sizes and
+  whatever memfds hold.
 
 When the grader runs as root, bwrap sets up the mounts as root and `setpriv` then drops to a
 dedicated user id with no capabilities (the process limit is not enforced for root). Run as an
@@ -19,6 +25,7 @@ ordinary user, bwrap uses an unprivileged user namespace instead.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -26,6 +33,7 @@ import site
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,12 +61,18 @@ class Limits:
     """What one grading may use. Memory is address space per process, tasks count threads too."""
 
     memory_bytes: int = 1 << 30
+    total_memory_bytes: int | None = None  # all processes together; None: memory_bytes + 256 MiB
     tasks: int = 32
     file_bytes: int = 64 << 20
     tmp_bytes: int = 256 << 20
     shm_bytes: int = 64 << 20
     open_files: int = 1024
     output_bytes: int = 1 << 20  # what the notebook may print, in all (enforced by the guard and the probe)
+
+    @property
+    def total_memory(self) -> int:
+        """Bytes of memory all the grading's processes may hold together (the cgroup's limit)."""
+        return self.total_memory_bytes if self.total_memory_bytes is not None else self.memory_bytes + (256 << 20)
 
     def describe(self) -> str:
         """The limits in words, in both languages."""
@@ -95,7 +109,7 @@ def status(mode: str = AUTO) -> Status:
         return Status(False, labelled(UNSANDBOXED, both("--sandbox off was given", "指定了 --sandbox off")))
     problem = _probe()
     if problem is None:
-        return Status(True, labelled(SANDBOXED, Limits().describe()))
+        return Status(True, labelled(SANDBOXED, Limits().describe() + "; " + memory_note(Limits())))
     english, chinese = problem
     if mode == REQUIRED:
         raise SandboxUnavailable(both(f"--sandbox required, but {english}", f"指定了 --sandbox required，但{chinese}"))
@@ -130,6 +144,105 @@ def _probe() -> tuple | None:
         return (f"bwrap failed (exit status {done.returncode}: {said})",
                 f"bwrap 运行失败（退出状态 {done.returncode}：{said}）")
     return None
+
+
+# --------------------------------------------------------------------------- the memory cgroup
+
+CGROUP_MEMORY = Path("/sys/fs/cgroup/memory")  # cgroup v1's memory controller
+_CGROUP_PARENT = "s09-grading"
+
+
+class MemoryGroup:
+    """A cgroup v1 memory group for one grading: every process started in it is charged to it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    @property
+    def procs(self) -> str:
+        """The file a process writes its pid to, to join the group."""
+        return str(self.path / "cgroup.procs")
+
+    def ran_out(self) -> bool:
+        """True when the kernel's OOM killer ended a process of the group (or, on old kernels, the limit was hit)."""
+        try:
+            control = dict(line.split() for line in (self.path / "memory.oom_control").read_text().splitlines())
+            if "oom_kill" in control:
+                return int(control["oom_kill"]) > 0
+            return int((self.path / "memory.failcnt").read_text()) > 0
+        except (OSError, ValueError):
+            return False
+
+    def remove(self) -> None:
+        """Remove the group once its processes are gone (they are killed when the sandbox ends)."""
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def _make_group(name: str, limit: int) -> MemoryGroup:
+    parent = CGROUP_MEMORY / _CGROUP_PARENT
+    parent.mkdir(exist_ok=True)
+    path = parent / name
+    if path.exists():
+        MemoryGroup(path).remove()
+    path.mkdir()
+    group = MemoryGroup(path)
+    try:
+        (path / "memory.limit_in_bytes").write_text(str(limit))
+        swap = path / "memory.memsw.limit_in_bytes"
+        if swap.exists():  # with swap accounting, memory plus swap: nothing gets past the limit by swapping
+            swap.write_text(str(limit))
+    except OSError:
+        group.remove()
+        raise
+    return group
+
+
+@functools.lru_cache(maxsize=None)
+def memory_cgroup_problem() -> tuple | None:
+    """None when this process can make memory cgroups, else why not (in English, in Chinese)."""
+    if not (CGROUP_MEMORY / "cgroup.procs").exists():
+        return ("no cgroup v1 memory controller at /sys/fs/cgroup/memory",
+                "/sys/fs/cgroup/memory 下没有 cgroup v1 的内存控制器")
+    try:
+        _make_group(f"probe-{os.getpid()}", 1 << 30).remove()
+    except OSError as error:
+        return (f"cannot make a memory cgroup ({error.strerror or error})",
+                f"无法创建内存 cgroup（{error.strerror or error}）")
+    return None
+
+
+def memory_note(limits: Limits) -> str:
+    """How memory is limited here, in both languages."""
+    total = limits.total_memory >> 20
+    problem = memory_cgroup_problem()
+    if problem is None:
+        return both(f"{total} MiB of memory for all its processes together (a cgroup v1 memory group)",
+                    f"所有进程合计 {total} MiB 内存（cgroup v1 内存组）")
+    return both(f"no total memory limit: {problem[0]}; memory that is never mapped (memfd) is not counted",
+                f"没有总内存上限：{problem[1]}；从不映射的内存（memfd）不计入")
+
+
+@contextlib.contextmanager
+def memory_group(slot: int, limits: Limits):
+    """A memory cgroup for one grading (None where none can be made); removed afterwards."""
+    group = None
+    if memory_cgroup_problem() is None:
+        try:
+            group = _make_group(f"{os.getpid()}-{slot}", limits.total_memory)
+        except OSError:
+            group = None
+    try:
+        yield group
+    finally:
+        if group is not None:
+            group.remove()
 
 
 # --------------------------------------------------------------------------- user ids
@@ -191,11 +304,15 @@ class Command:
 
 
 def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits, environment: dict | None = None,
-                  keep_fds: tuple = (), cwd: str = SANDBOX_ROOT) -> Command:
+                  keep_fds: tuple = (), cwd: str = SANDBOX_ROOT, group: MemoryGroup | None = None,
+                  package_view: str | None = None) -> Command:
     """The command that runs inner in a fresh sandbox.
 
     scratch_files maps a path inside the sandbox (under SANDBOX_ROOT) to a host file whose contents
     are copied there; environment is the whole environment inside (nothing else passes through).
+    With group, the command joins that memory cgroup before anything else starts, so every process
+    of the grading is charged to it. With package_view (a host folder, see package_view), that
+    folder is what the sandbox sees at the kit's package path instead of the whole package.
     """
     bwrap, prlimit, setpriv = _tools()
     as_root = os.geteuid() == 0
@@ -238,6 +355,8 @@ def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits
     made.add("/tmp")
     for path in under_tmp:
         bind_read_only(path)
+    if package_view:  # over the package's folder, wherever it was bound from
+        arguments.extend(["--ro-bind", package_view, package_folder()])
     folder(SANDBOX_HOME, "0777")
     folder(SANDBOX_ROOT, "0777")
     for inside, host in sorted(scratch_files.items()):
@@ -261,7 +380,36 @@ def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits
     argv = [prlimit, f"--as={limits.memory_bytes}", f"--nproc={tasks}", f"--fsize={limits.file_bytes}",
             "--core=0", f"--cpu={cpu_seconds}", f"--nofile={limits.open_files}", "--",
             *arguments, *inner]
+    if group is not None:  # join the group first: everything started afterwards is charged to it
+        argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', group.procs, *argv]
     return Command(argv, tuple(fds), {"start_new_session": True}, files)
+
+
+def package_folder() -> str:
+    """The kit's package folder, resolved."""
+    import s09_jsonl_transcript
+
+    return str(Path(s09_jsonl_transcript.__file__).resolve().parent)
+
+
+# What a grading sees of the package: the lesson, the checks' helpers and the grader's plumbing
+# that runs inside the sandbox. Not the lab, the damage tools or any other module that holds an
+# exercise's answer (exercise 4's tail reader, exercise 5's hash chain).
+PACKAGE_VIEW_FILES = ("code.py", "grading/__init__.py", "grading/checks.py", "grading/instrument.py",
+                      "grading/guard.py", "grading/probe.py", "grading/words.py")
+_PACKAGE_INIT = '"""The s09 kit as a grading sandbox sees it: the lesson (code.py) and the checks\' helpers."""\n'
+
+
+def write_package_view(folder) -> str:
+    """Write, under folder, the package as a grading sees it (PACKAGE_VIEW_FILES); return its path."""
+    view = Path(folder) / "s09_jsonl_transcript"
+    source = Path(package_folder())
+    for relative in PACKAGE_VIEW_FILES:
+        target = view / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / relative, target)
+    (view / "__init__.py").write_text(_PACKAGE_INIT, encoding="utf-8")
+    return str(view)
 
 
 def read_only_paths() -> list:

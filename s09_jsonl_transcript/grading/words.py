@@ -17,6 +17,8 @@ This module imports nothing, so that the probe and the check helpers can use it 
 
 from __future__ import annotations
 
+import unicodedata
+
 SEPARATOR = " · "
 
 
@@ -51,3 +53,22 @@ UNKNOWN_EXERCISE = both("unknown exercise", "未知练习")
 WARNING = both("warning", "警告")
 ERROR_LABEL = both("error", "错误")
 REPORT = both("report", "报告")
+
+
+def printable(text, *, newlines: bool = True) -> str:
+    """text safe for a terminal, a UTF-8 file and a spreadsheet cell's reader.
+
+    Control characters (C0, C1, DEL; escape codes start with one) and format characters such as
+    bidirectional overrides become visible escapes like \\x1b; so do lone surrogates, which no UTF-8
+    file can hold. Newlines stay unless newlines is False.
+    """
+    pieces = []
+    for character in str(text):
+        code = ord(character)
+        if character == "\n" and newlines:
+            pieces.append(character)
+        elif 0xD800 <= code <= 0xDFFF or unicodedata.category(character) in ("Cc", "Cf"):
+            pieces.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            pieces.append(character)
+    return "".join(pieces)
