@@ -10,6 +10,7 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .code import TranscriptCorruptionError
 from .lab import DurableTranscript
@@ -106,15 +107,20 @@ def verdict(path, reference_events: list | None = None, *, integrity: bool = Fal
     With reference_events (what the undamaged file held), events that parse but
     differ from the reference are reported as SILENT: the damage went unnoticed.
     """
+    return judge(lambda: DurableTranscript(path, integrity=integrity).scan(), reference_events)
+
+
+def judge(read: Callable[[], object], reference_events: list | None = None) -> Verdict:
+    """The verdict on what read() returns (its .events and .ignored_partial_tail), or on the corruption it raises."""
     try:
-        read = DurableTranscript(path, integrity=integrity).scan()
+        result = read()
     except TranscriptCorruptionError as error:
         return Verdict(CORRUPT, 0, error.line_number, error.reason)
-    events = read.events
+    events = result.events
     if reference_events is not None and events != reference_events[: len(events)]:
         changed = next(i for i, (a, b) in enumerate(zip(events, reference_events)) if a != b)
         return Verdict(SILENT, len(events), changed + 1, "a record changed and still passed validation")
-    if read.ignored_partial_tail:
+    if result.ignored_partial_tail:
         return Verdict(PARTIAL_TAIL, len(events), None, "partial tail ignored (never acknowledged)")
     return Verdict(CLEAN, len(events))
 

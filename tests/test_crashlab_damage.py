@@ -32,6 +32,7 @@ def lesson_report():
     return damage_campaign(integrity=False, sessions=1, subject="lesson")
 
 
+@pytest.mark.slow
 def test_the_lessons_reader_judges_every_damaged_file_as_the_lab_does_with_the_chain_off(reports, lesson_report):
     lab = reports[False]
     assert (lesson_report.subject, lab.subject) == ("lesson", "lab")

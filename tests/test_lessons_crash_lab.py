@@ -185,6 +185,7 @@ def test_the_tables_show_the_campaigns_counts(damage_reports, tmp_path):
     assert race_table(races).data.count(">yes<") == len(races) == 3
 
 
+@pytest.mark.slow
 def test_in_chinese_the_plots_the_widgets_and_every_text_shown_are_chinese(damage_reports, tmp_path):
     from chinese_texts import drawn_texts, has_chinese, in_chinese
 

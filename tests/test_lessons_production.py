@@ -345,6 +345,7 @@ def test_every_departure_text_has_its_translation_and_no_other():
 ORDER = [7, 7, 6, 0, 35, 19, 32, 15, 7]  # the same point twice, then back and forth
 
 
+@pytest.mark.slow
 def test_the_main_control_works_pressed_many_times_in_any_order(tmp_path):
     lab = production.CrashLab(folder=tmp_path)
     assert MAIN_CONTROL_CLASS in lab.button._dom_classes and RESULT_CLASS in lab.result._dom_classes
@@ -467,6 +468,7 @@ class ThisEnvironment(KernelSpecManager):
                                       **ipykernel.kernelspec.get_kernel_dict())
 
 
+@pytest.mark.slow
 def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops(language):
     path = NOTEBOOKS / language / NOTEBOOK_NAME
     notebook = nbformat.read(path, as_version=4)

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..code import MockLLM, TranscriptCorruptionError, run_agent, ticking_clock
+from ..code import MockLLM, run_agent, ticking_clock
 from ..damage import (
     CLEAN,
     CORRUPT,
-    PARTIAL_TAIL,
     SILENT,
     Verdict,
     delete_line,
@@ -31,6 +30,7 @@ from ..damage import (
     flip_byte,
     flip_map,
     insert_line,
+    judge,
     rewrite_line,
     swap_lines,
     truncation_map,
@@ -106,17 +106,7 @@ class DamageReport:
 
 def lesson_verdict(path, reference_events: list | None = None) -> Verdict:
     """damage.verdict with the lesson's code.JSONLTranscript as the reader (it has no chain)."""
-    try:
-        read = read_back(LESSON, path)
-    except TranscriptCorruptionError as error:
-        return Verdict(CORRUPT, 0, error.line_number, error.reason)
-    events = read.events
-    if reference_events is not None and events != reference_events[: len(events)]:
-        changed = next(i for i, (a, b) in enumerate(zip(events, reference_events)) if a != b)
-        return Verdict(SILENT, len(events), changed + 1, "a record changed and still passed validation")
-    if read.ignored_partial_tail:
-        return Verdict(PARTIAL_TAIL, len(events), None, "partial tail ignored (never acknowledged)")
-    return Verdict(CLEAN, len(events))
+    return judge(lambda: read_back(LESSON, path), reference_events)
 
 
 def subject_verdict(path, reference_events: list | None, *, integrity: bool, subject: str) -> Verdict:

@@ -35,7 +35,7 @@ from ..code import (
     TYPE_MESSAGE,
     TYPE_REASONING,
 )
-from .common import DUPLICATE, EVIDENCE, MAPPED, evidence
+from .common import DUPLICATE, EVIDENCE, MAPPED, evidence, seen_before
 
 FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
@@ -80,11 +80,8 @@ class Mapper:
 
     def convert(self, record: dict, provenance: dict, raw: bytes = b"") -> tuple[str, list[dict]]:
         """(outcome, events) for one record; provenance is the line's, and is extended with the record's own."""
-        uuid = record.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in self._seen_uuids:
-                return DUPLICATE, []
-            self._seen_uuids.add(uuid)
+        if seen_before(record, self._seen_uuids):
+            return DUPLICATE, []
         self._learn_names(record)
         provenance = {**provenance, **_own_provenance(record)}
         kind = record.get("type")

@@ -128,3 +128,14 @@ class ImportSummary:
             "partial_tail": self.partial_tail, "partial_tail_bytes": self.partial_tail_bytes,
             "batches": self.batches,
         }
+
+
+def seen_before(record: dict, seen: set) -> bool:
+    """True when record's uuid is in seen (a duplicate, written once); a new uuid is added to seen."""
+    uuid = record.get("uuid")
+    if not isinstance(uuid, str):
+        return False
+    if uuid in seen:
+        return True
+    seen.add(uuid)
+    return False

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE
 from ..lab import BATCH_END_FIELD, CHAIN_FIELD
-from .common import DUPLICATE, EVIDENCE, MAPPED, evidence
+from .common import DUPLICATE, EVIDENCE, MAPPED, evidence, seen_before
 
 FORMAT = "seed-002"
 LINE_TYPES = frozenset({"user_message", "assistant_text", "tool_use", "tool_result", "turn_start", "turn_end"})
@@ -48,11 +48,8 @@ class Mapper:
 
     def convert(self, record: dict, provenance: dict, raw: bytes = b"") -> tuple[str, list[dict]]:
         """(outcome, events) for one line; provenance is the line's, extended with its uuid and timestamp."""
-        uuid = record.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in self._seen_uuids:
-                return DUPLICATE, []
-            self._seen_uuids.add(uuid)
+        if seen_before(record, self._seen_uuids):
+            return DUPLICATE, []
         provenance = {**provenance, **{name: record[name] for name in ("uuid", "timestamp") if name in record}}
         event = _event(record)
         if event is None:

@@ -17,7 +17,7 @@ from ..code import (
     TYPE_REASONING,
 )
 from ..lab import BATCH_END_FIELD, CHAIN_FIELD
-from .common import DUPLICATE, EVIDENCE, MAPPED, evidence
+from .common import DUPLICATE, EVIDENCE, MAPPED, evidence, seen_before
 
 FORMAT = "workbuddy"
 LESSON_TYPES = frozenset({TYPE_MESSAGE, TYPE_REASONING, TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT,
@@ -50,11 +50,8 @@ class Mapper:
 
     def convert(self, record: dict, provenance: dict, raw: bytes = b"") -> tuple[str, list[dict]]:
         """(outcome, events) for one line; its uuid and timestamp join the provenance."""
-        uuid = record.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in self._seen_uuids:
-                return DUPLICATE, []
-            self._seen_uuids.add(uuid)
+        if seen_before(record, self._seen_uuids):
+            return DUPLICATE, []
         provenance = {**provenance, **{name: record[name] for name in MOVED_TO_PROVENANCE if name in record}}
         if not _replayable(record):
             return EVIDENCE, [{**evidence(record, str(record.get("type"))), "source": provenance}]
