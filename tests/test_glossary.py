@@ -171,10 +171,7 @@ def english_in_chinese(path: Path, rows: list[list[str]]) -> list[str]:
 # Files other engineers own, with the fixes listed for the lead (see the report of branch zhwords), by test.
 # Strict: once a file is fixed its test passes, fails as XPASS, and its line here must go.
 OUTSTANDING = {
-    "banned": {
-        "07_lesson_to_production.md": "pending calls worded 没有结果的(工具)调用, cells 78ea326a, 6068543f",
-        "08_live_session.md": "a pending call worded 没有结果的工具调用 (cell a06ea636)",
-    },
+    "banned": {},
     "english": {},
 }
 

@@ -295,8 +295,7 @@ def test_the_summaries_of_notebook_7_are_chinese_and_hold_the_english_numbers():
                   production.LibraryVsBare(5, 5, 6)):
         english = in_english(str, check)
         assert chinese(str(check)) and sorted(NUMBER.findall(str(check))) == sorted(NUMBER.findall(english))
-    assert str(production.LibraryVsBare(60, 20, 43)) == ("60 轮里 append 比裸的 os.write + fsync 快的轮次少于 43："
-                                                         "在噪声范围内，测量可信")
+    assert str(production.LibraryVsBare(60, 20, 43)) == "60 轮里有 20 轮 append 比裸的 os.write + fsync 还快，少于噪声允许的 43 轮：测量可信"
 
 
 def test_the_recovery_plans_and_tables_of_notebook_7_are_chinese():

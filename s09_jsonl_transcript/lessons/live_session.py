@@ -597,7 +597,7 @@ _LAYOUT = {
     (RUNNING, PAUSED): (-0.4, (2.65, 2.4), "right"),
     (PAUSED, RUNNING): (-0.4, (3.35, 2.4), "left"),
     (RUNNING, ERROR): (-0.3, (4.5, 1.9), "center"),
-    (ERROR, RUNNING): (-0.3, (4.9, 0.7), "center"),
+    (ERROR, RUNNING): (0.6, (5.3, 2.15), "center"),  # above running -> error: clear of the edge to expired
     (RUNNING, EXPIRED): (0.0, (3.9, -0.15), "center"),
     (IDLE, EXPIRED): (0.25, (1.9, -0.75), "center"),
 }

@@ -185,8 +185,9 @@ class LibraryVsBare:
             return tr("with {rounds} rounds no count is beyond noise at 1 in 1000: the check cannot tell",
                       rounds=self.rounds)
         if self.ok:
-            return tr("append came out faster than the bare os.write + fsync in fewer than {limit} of "
-                      "{rounds} rounds: within noise, the measurement is sound", limit=self.limit, rounds=self.rounds)
+            return tr("append came out faster than the bare os.write + fsync in {faster} of {rounds} rounds, "
+                      "fewer than the {limit} noise allows: the measurement is sound",
+                      faster=self.faster_rounds, rounds=self.rounds, limit=self.limit)
         return tr("append was faster than the bare os.write + fsync in {faster} of {rounds} rounds, "
                   "beyond noise (fewer than {limit} expected): the measurement is broken, not the library",
                   faster=self.faster_rounds, rounds=self.rounds, limit=self.limit)
