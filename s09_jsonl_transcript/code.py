@@ -1,12 +1,12 @@
 """s09 JSONL transcript: evidence is append-only, runtime state is rebuilt.
 
-One JSON event per line. Every append is one write of the whole line on an O_APPEND descriptor,
-then fsync: an event whose append returned survives a crash. After a crash, a fresh process checks
-every line and rebuilds the runtime state. Only an unterminated last line is forgiven; any other
-damage raises TranscriptCorruptionError. Read it top to bottom, in the lesson's walkthrough order:
-1. event types and the envelope; 2. append; 3. reading and the partial-tail rule; 4. replay and
-recover; 5. the memory gate; 6. MockLLM and the three-act demo (a real SIGKILL). Helpers follow the
-class. Standard library only. Run the demo: python s09_jsonl_transcript/code.py [--lang zh] [--root DIR]
+One JSON event per line; every append is one write of the whole line on an O_APPEND descriptor, then
+fsync, so an event whose append returned survives a crash. A fresh process checks every line and rebuilds
+the runtime state; only an unterminated last line is forgiven, other damage raises TranscriptCorruptionError.
+Read top to bottom, in the lesson's walkthrough order: 1. event types and the envelope; 2. append;
+3. reading and the partial-tail rule; 4. replay and recover; 5. the memory gate; 6. MockLLM and the
+three-act demo (a real SIGKILL). Helpers follow the class. Standard library only.
+Run the demo: python s09_jsonl_transcript/code.py [--lang zh] [--root DIR]
 """
 
 from __future__ import annotations
@@ -236,15 +236,16 @@ class JSONLTranscript:
             return "invalid complete JSON record"
         if type(record) is not dict:
             return "record must be a JSON object"
-        if not record.keys() & {"schema_version", "sequence", "session_id", "event_id"}:
-            return "line has no envelope (schema_version, sequence, ...): not a transcript in the lesson's format"
         sequence = record.get("sequence")
         if type(sequence) is not int or sequence != expected_sequence:
+            if not record.keys() & {"schema_version", "sequence", "session_id", "event_id"}:
+                return "line has no envelope (schema_version, sequence, ...): not a transcript in the lesson's format"
             return f"expected sequence {expected_sequence}, got {sequence!r}"
         if record.get("session_id") != self.session_id:
             return f"expected session_id {self.session_id!r}, got {record.get('session_id')!r}"
-        if record.get("event_id") != event_id_for(self.session_id, sequence):
-            return f"expected event_id {event_id_for(self.session_id, sequence)!r}, got {record.get('event_id')!r}"
+        event_id = event_id_for(self.session_id, sequence)
+        if record.get("event_id") != event_id:
+            return f"expected event_id {event_id!r}, got {record.get('event_id')!r}"
         version = record.get("schema_version")
         if type(version) is not int or version < 1:
             return f"bad schema_version {version!r}"
@@ -256,10 +257,7 @@ class JSONLTranscript:
 
     def count_lines(self) -> int:
         """How many complete (newline-terminated) lines the file holds."""
-        try:
-            return self.path.read_bytes().count(b"\n")
-        except FileNotFoundError:
-            return 0
+        return self.path.read_bytes().count(b"\n") if self.path.exists() else 0
 
     # =========================================================================== 4. replay and recover
 
@@ -388,10 +386,13 @@ def json_copy(value, depth: int = 0):
     raise TranscriptValidationError(f"{type(value).__name__} is not a JSON type")
 
 
+ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))  # json.dumps makes one a call
+
+
 def encode_line(record: dict) -> bytes:
     """The record as one line of UTF-8 JSON, newline included."""
     try:
-        return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode() + b"\n"
+        return ENCODER.encode(record).encode() + b"\n"
     except UnicodeEncodeError:
         raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
 
@@ -433,10 +434,17 @@ def _checked_name(kind: str, name) -> str:
 NOT_JSON = object()  # parse_line's answer for bytes that are not one JSON document
 
 
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+DECODER = json.JSONDecoder(parse_constant=_refuse_constant)  # json.loads with options makes one a call
+
+
 def parse_line(raw: bytes):
     """The JSON value on one line, or NOT_JSON when the bytes are not one JSON document (NaN included)."""
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+        return DECODER.decode(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return NOT_JSON
 
@@ -479,10 +487,6 @@ def messages_of(window: list) -> list[dict]:
     calls = {event["callId"] for event in known if event["type"] == TYPE_FUNCTION_CALL}
     kept = [event for event in known if event["type"] != TYPE_FUNCTION_CALL_RESULT or event["callId"] in calls]
     return [message for message in map(event_to_message, kept) if message is not None]
-
-
-def _refuse_constant(name):
-    raise ValueError(f"{name} is not JSON")
 
 
 def _required_text(name: str, value) -> str:
@@ -557,6 +561,7 @@ def run_agent(transcript: JSONLTranscript, llm: MockLLM, on_append=None) -> list
 
 
 DEMO_KILL_AFTER = 8  # the demo's agent dies while writing event 9, the result of call_2 (write_file)
+DEMO_LANGUAGES = ("en", "zh")
 
 
 def agent_child(path: str, ticking: bool) -> None:
@@ -621,9 +626,6 @@ def demo(root, ticking: bool = False, lang: str = "en") -> bool:
     for line in transcript.path.read_bytes().decode("utf-8", "replace").splitlines():
         print(f"    {line}")
     return ok
-
-
-DEMO_LANGUAGES = ("en", "zh")
 
 
 def main(argv=None) -> int:

@@ -29,6 +29,7 @@ from typing import Callable, Iterable, Iterator
 
 from .code import (
     BUG_FIX_SCRIPT,
+    ENCODER,
     ENVELOPE_FIELDS,
     NOT_JSON,
     SCHEMA_VERSION,
@@ -56,7 +57,7 @@ LAB_FIELDS = frozenset({BATCH_END_FIELD, CHAIN_FIELD})  # written by the lab, re
 RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | {BATCH_END_FIELD}  # the envelope, and batch_end on a batch's records
 BLOCK = 64 * 1024  # how much a reader reads at a time, from either end of the file
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
 
 
 # --------------------------------------------------------------------------- what a scan finds
@@ -197,7 +198,7 @@ class DurableTranscript(JSONLTranscript):
         lines, previous = [], self._last_line
         for record in records:
             try:
-                line = _ENCODER.encode(record).encode("utf-8")
+                line = ENCODER.encode(record).encode("utf-8")
             except UnicodeEncodeError:
                 raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
             if self.integrity:
