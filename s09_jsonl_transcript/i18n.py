@@ -2,7 +2,7 @@
 
     from s09_jsonl_transcript import i18n
     i18n.use("zh")                      # once, in the first cell of a Chinese notebook
-    tr = i18n.translator("growth")      # in a module: its Chinese text is locale/zh/growth.json
+    tr = i18n.translator("events_on_disk")      # in a module: its Chinese text is locale/zh/events_on_disk.json
     tr("Next event")                    # the Chinese text when Chinese is in use, else the text itself
     tr("{count} lines", count=3)        # fields are filled in after the lookup
 

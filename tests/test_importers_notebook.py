@@ -1,4 +1,4 @@
-"""Notebook 9's helpers (lessons/your_agent.py), and the promise that the saved notebook holds nothing of a machine."""
+"""Notebook 9's helpers (lessons/your_agents_transcript.py); the saved notebook holds nothing of a machine."""
 
 import json
 import os
@@ -10,7 +10,7 @@ import pytest
 from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.importers import SAMPLES, ImportRefused, import_session
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons import your_agent
+from s09_jsonl_transcript.lessons import your_agents_transcript as your_agent
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = "09_your_agents_transcript.ipynb"

@@ -19,7 +19,7 @@ from s09_jsonl_transcript.index import (
     message_text,
 )
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons.production import build_sample_root
+from s09_jsonl_transcript.lessons.lesson_to_production import build_sample_root
 
 
 @pytest.fixture

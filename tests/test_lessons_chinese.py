@@ -23,7 +23,8 @@ from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, MockLLM, run_agent, tickin
 from s09_jsonl_transcript.crashlab import KillTrial  # noqa: E402
 from s09_jsonl_transcript.index import TranscriptIndex, format_hits, format_sessions  # noqa: E402
 from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
-from s09_jsonl_transcript.lessons import corruption, crash_injection, growth, production  # noqa: E402
+from s09_jsonl_transcript.lessons import crash_injection, growth, production
+from s09_jsonl_transcript.lessons import partial_tail_vs_corruption as corruption  # noqa: E402
 from s09_jsonl_transcript.turns import audit  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -295,7 +296,8 @@ def test_the_summaries_of_notebook_7_are_chinese_and_hold_the_english_numbers():
                   production.LibraryVsBare(5, 5, 6)):
         english = in_english(str, check)
         assert chinese(str(check)) and sorted(NUMBER.findall(str(check))) == sorted(NUMBER.findall(english))
-    assert str(production.LibraryVsBare(60, 20, 43)) == "60 轮里有 20 轮 append 比裸的 os.write + fsync 还快，少于噪声允许的 43 轮：测量可信"
+    assert str(production.LibraryVsBare(60, 20, 43)) == (
+        "60 轮里有 20 轮 append 比裸的 os.write + fsync 还快，少于噪声允许的 43 轮：测量可信")
 
 
 def test_the_recovery_plans_and_tables_of_notebook_7_are_chinese():

@@ -22,10 +22,11 @@ import pytest
 from s09_jsonl_transcript import damage, i18n
 from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, ticking_clock
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons import corruption, crash_injection, growth
-from s09_jsonl_transcript.lessons.corruption import DamageLab, damage_description, verdict_text
+from s09_jsonl_transcript.lessons import crash_injection, growth
+from s09_jsonl_transcript.lessons import partial_tail_vs_corruption as corruption
 from s09_jsonl_transcript.lessons.crash_injection import SIGKILL_AVAILABLE, CampaignPanel, CrashPanel
-from s09_jsonl_transcript.lessons.growth import EventStepper, StepperPanel
+from s09_jsonl_transcript.lessons.events_on_disk import EventStepper, StepperPanel
+from s09_jsonl_transcript.lessons.partial_tail_vs_corruption import DamageLab, damage_description, verdict_text
 
 SCRIPT_LENGTH = len(BUG_FIX_SCRIPT)
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -19,16 +19,16 @@ matplotlib.use("Agg")  # plain pytest module: the panels rebuilt here draw their
 import pytest  # noqa: E402
 
 from s09_jsonl_transcript import damage, i18n  # noqa: E402
-from s09_jsonl_transcript.lessons import corruption  # noqa: E402
-from s09_jsonl_transcript.lessons.corruption import (  # noqa: E402
+from s09_jsonl_transcript.lessons import partial_tail_vs_corruption as corruption  # noqa: E402
+from s09_jsonl_transcript.lessons.crash_injection import SIGKILL_AVAILABLE, CrashReport, describe_crash  # noqa: E402
+from s09_jsonl_transcript.lessons.events_on_disk import EventStepper, StepperPanel  # noqa: E402
+from s09_jsonl_transcript.lessons.partial_tail_vs_corruption import (  # noqa: E402
     DAMAGE_TOOLS,
     damage_description,
     damage_label,
     verdict_html,
     verdict_text,
 )
-from s09_jsonl_transcript.lessons.crash_injection import SIGKILL_AVAILABLE, CrashReport, describe_crash  # noqa: E402
-from s09_jsonl_transcript.lessons.growth import EventStepper, StepperPanel  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 LANGUAGES = ("en", "zh")

@@ -24,7 +24,7 @@ from s09_jsonl_transcript.code import (
     run_agent,
 )
 from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO
-from s09_jsonl_transcript.lessons import production
+from s09_jsonl_transcript.lessons import lesson_to_production as production
 from s09_jsonl_transcript.live import CommitRefused, SessionEventLog, is_delta
 from s09_jsonl_transcript.timeouts import ManualClock
 

@@ -6,7 +6,7 @@ import pytest
 from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, MockLLM, run_agent
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons import production
+from s09_jsonl_transcript.lessons import lesson_to_production as production
 from s09_jsonl_transcript.turns import (
     END_REASONS,
     STATES,

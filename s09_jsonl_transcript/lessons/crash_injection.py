@@ -26,7 +26,7 @@ from ..code import BUG_FIX_SCRIPT, MockLLM, ReplayState, run_agent, ticking_cloc
 from ..crashlab import KillTrial, kill_campaign, kill_summary
 from ..lab import DurableTranscript, crash_agent_in_child, simulate_agent_crash
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png, html_table
-from .growth import display_width, pad
+from .events_on_disk import display_width, pad
 from .style import OKABE_ITO
 
 tr = i18n.translator("crash_injection")

@@ -6,7 +6,7 @@ the write path (process, page cache, disk), a record written by a newer version 
 the common mistake of keeping only the final answer.
 
 Every sentence, label and plot text a student sees is in the language in use (i18n.use): the
-Chinese is in locale/zh/growth.json. The notebook's cells print what these functions return, so
+Chinese is in locale/zh/events_on_disk.json. The notebook's cells print what these functions return, so
 the cells are the same in both languages.
 """
 
@@ -39,11 +39,11 @@ from ..code import (
     ticking_clock,
 )
 from ..lab import BATCH_END_FIELD, RESERVED_FIELDS, DurableTranscript
-from .corruption import verdict_text
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png, html_table
+from .partial_tail_vs_corruption import verdict_text
 from .style import EVENT_COLORS, OKABE_ITO
 
-tr = i18n.translator("growth")
+tr = i18n.translator("events_on_disk")
 
 
 def envelope_field_meanings() -> dict[str, str]:

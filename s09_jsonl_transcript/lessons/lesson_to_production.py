@@ -9,7 +9,7 @@ state comes from turns.session_status; what to do about the tools of an unfinish
 recovery_plan, which never repeats a tool that changed the world without an idempotency key.
 
 Every sentence, label and plot text a student sees is in the language in use (i18n.use); the
-Chinese is in locale/zh/production.json. Event types, states, tool names and the library's
+Chinese is in locale/zh/lesson_to_production.json. Event types, states, tool names and the library's
 messages (an anomaly, an exception) stay as they are.
 """
 
@@ -56,11 +56,11 @@ from ..turns import (
     trigger_of,
 )
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
-from .growth import display_width, pad
+from .events_on_disk import display_width, pad
 from .live_session import decision_label
 from .style import OKABE_ITO
 
-tr = i18n.translator("production")
+tr = i18n.translator("lesson_to_production")
 # Texts shown from turns.DEPARTURES, looked up with tr.data (tests/test_i18n.py checks their Chinese).
 TRANSLATED_DATA = tuple(dict.fromkeys(row[key] for row in DEPARTURES for key in ("topic", "design", "kit", "why")))
 
@@ -641,7 +641,7 @@ def crash_writer_after(path, count: int) -> None:
     """
     if not 0 <= count <= len(TURNS_SCRIPT):
         raise ValueError(f"count must be between 0 and {len(TURNS_SCRIPT)}, not {count!r}")
-    child = start_child("s09_jsonl_transcript.lessons.production:turns_writer_child", path, count)
+    child = start_child("s09_jsonl_transcript.lessons.lesson_to_production:turns_writer_child", path, count)
     try:
         appended = child.stdout.readline().strip() == "appended"
     finally:

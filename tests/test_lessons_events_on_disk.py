@@ -14,7 +14,7 @@ from s09_jsonl_transcript import damage
 from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, SCHEMA_VERSION, MockLLM, run_agent, ticking_clock
 from s09_jsonl_transcript.lab import BATCH_END_FIELD, RESERVED_FIELDS, DurableTranscript
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
-from s09_jsonl_transcript.lessons.growth import (
+from s09_jsonl_transcript.lessons.events_on_disk import (
     METADATA_DESTINATIONS,
     WRITE_PATH_STEPS,
     EventStepper,

@@ -7,7 +7,7 @@ import gives, and finally imports the student's own sessions when there are any.
 prints counts only, never a file name, a path or a line of content, so a saved notebook holds
 nothing of the machine it ran on.
 
-Every sentence is in the language in use (i18n.use); the Chinese is in locale/zh/your_agent.json.
+Every sentence is in the language in use (i18n.use); the Chinese is in locale/zh/your_agents_transcript.json.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..code import TYPE_AI_TITLE, TYPE_MESSAGE
 from ..importers import ImportRefused, ImportSummary, import_session
 from ..lab import DurableTranscript
 
-tr = i18n.translator("your_agent")
+tr = i18n.translator("your_agents_transcript")
 
 OWN_SESSION_LIMIT = 3  # the newest sessions of each agent imported by the last cell
 CLAUDE_FOLDER = (".claude", "projects")

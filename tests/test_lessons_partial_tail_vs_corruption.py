@@ -10,7 +10,8 @@ import pytest
 from s09_jsonl_transcript import damage
 from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, TranscriptCorruptionError, ticking_clock
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons.corruption import (
+from s09_jsonl_transcript.lessons.display import html_table
+from s09_jsonl_transcript.lessons.partial_tail_vs_corruption import (
     DAMAGE_TOOLS,
     MAX_ZERO_BYTES,
     DamageLab,
@@ -30,7 +31,6 @@ from s09_jsonl_transcript.lessons.corruption import (
     verdict_runs,
     verdict_text,
 )
-from s09_jsonl_transcript.lessons.display import html_table
 from s09_jsonl_transcript.lessons.style import VERDICT_COLORS
 
 

@@ -3,7 +3,7 @@
 The damage itself and the verdicts come from `s09_jsonl_transcript.damage`; this module names the
 tools for a picker, draws the verdict maps, wires the widget, and sets a reader that skips bad lines
 beside the lesson's fail-closed reader. Every text a student sees is in the language in use
-(i18n.use); the Chinese is in locale/zh/corruption.json. A damage keeps its English name as its key
+(i18n.use); the Chinese is in locale/zh/partial_tail_vs_corruption.json. A damage keeps its English name as its key
 (DAMAGE_TOOLS, the picker's values): damage_label gives the name shown.
 """
 
@@ -27,7 +27,7 @@ from ..lab import DurableTranscript
 from .display import html_table
 from .style import OKABE_ITO, VERDICT_COLORS, verdict_label
 
-tr = i18n.translator("corruption")
+tr = i18n.translator("partial_tail_vs_corruption")
 
 MAX_ZERO_BYTES = 64  # the widest zero-filled tail the widget offers
 
