@@ -23,7 +23,9 @@ from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, MockLLM, run_agent, tickin
 from s09_jsonl_transcript.crashlab import KillTrial  # noqa: E402
 from s09_jsonl_transcript.index import TranscriptIndex, format_hits, format_sessions  # noqa: E402
 from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
-from s09_jsonl_transcript.lessons import crash_injection, growth, production
+from s09_jsonl_transcript.lessons import crash_injection
+from s09_jsonl_transcript.lessons import events_on_disk as growth
+from s09_jsonl_transcript.lessons import lesson_to_production as production
 from s09_jsonl_transcript.lessons import partial_tail_vs_corruption as corruption  # noqa: E402
 from s09_jsonl_transcript.turns import audit  # noqa: E402
 

@@ -22,7 +22,8 @@ import pytest
 from s09_jsonl_transcript import damage, i18n
 from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, ticking_clock
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons import crash_injection, growth
+from s09_jsonl_transcript.lessons import crash_injection
+from s09_jsonl_transcript.lessons import events_on_disk as growth
 from s09_jsonl_transcript.lessons import partial_tail_vs_corruption as corruption
 from s09_jsonl_transcript.lessons.crash_injection import SIGKILL_AVAILABLE, CampaignPanel, CrashPanel
 from s09_jsonl_transcript.lessons.events_on_disk import EventStepper, StepperPanel
