@@ -38,7 +38,7 @@ LAB_SETTINGS = {
 CHROMIUM_ARGS = ["--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
 
-SERVER_START_SECONDS = 90
+SERVER_START_SECONDS = 300  # bounds a hang only: a loaded machine starts JupyterLab well within it
 
 
 def find_chromium() -> str | None:
@@ -102,14 +102,14 @@ class LabServer:
         # the lab page sets that cookie.
         cookies = http.cookiejar.CookieJar()
         client = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cookies))
-        client.open(f"{self.url}lab", timeout=30).close()
-        with client.open(f"{self.url}api/kernels", timeout=30) as response:
+        client.open(f"{self.url}lab", timeout=120).close()
+        with client.open(f"{self.url}api/kernels", timeout=120) as response:
             kernels = json.load(response)
         xsrf = {cookie.name: cookie.value for cookie in cookies}.get("_xsrf", "")
         for kernel in kernels:
             request = urllib.request.Request(f"{self.url}api/kernels/{kernel['id']}", method="DELETE",
                                              headers={"X-XSRFToken": xsrf})
-            client.open(request, timeout=60).close()
+            client.open(request, timeout=120).close()
 
 
 def _lab_environment(state_dir: Path, root: Path) -> dict[str, str]:
@@ -183,7 +183,7 @@ def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.terminate()
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=60)  # time for its kernels' polite shutdowns on a loaded machine
         except subprocess.TimeoutExpired:
             if hasattr(os, "killpg"):
                 os.killpg(process.pid, signal.SIGKILL)  # its own process group: the server and its kernels

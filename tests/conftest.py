@@ -10,9 +10,16 @@ SLOW_MODULES, or by being a notebook under notebooks/zh.
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from s09_jsonl_transcript.code import MockLLM, run_agent, ticking_clock
 from s09_jsonl_transcript.lab import DurableTranscript
+
+# No hypothesis test may fail for being slow: its per-example deadline and its "too slow" health
+# check time the machine, not the code. Loaded here, before any test module builds its settings,
+# this is the default every @settings(...) in the suite starts from.
+settings.register_profile("any-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("any-machine")
 
 
 @pytest.fixture

@@ -174,6 +174,7 @@ def _write_broken_notebook(path: Path) -> None:
 def test_browser_checks_catch_a_broken_notebook(browser, lab):
     """Every kind of failure the browser checks look for is reported when it is there."""
     _write_broken_notebook(lab.root / "browser-self-test" / "self_test_broken_on_purpose.ipynb")
+    # Its button does nothing, so no wait can see its result change: 3 s only keeps the test short.
     problems = _inspect("browser-self-test/self_test_broken_on_purpose.ipynb", browser, lab, click_seconds=3)
     report = "\n".join(problems)
     missed = [expected for _, _, expected in BROKEN_CELLS if expected and expected not in report]

@@ -9,8 +9,8 @@ import pytest
 from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab import KillTrial, kill_campaign, kill_summary, tally, workload_event
 from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
-from s09_jsonl_transcript.crashlab.kills import class_summary
-from s09_jsonl_transcript.crashlab.victim import TearingFileIO
+from s09_jsonl_transcript.crashlab.kills import HELD_CALLS, _Plan, class_summary, run_kill_trial
+from s09_jsonl_transcript.crashlab.victim import WRITER_MODES, TearingFileIO
 from s09_jsonl_transcript.crashlab.workload import (
     ALL_MODES,
     LESSON_MODES,
@@ -26,7 +26,8 @@ from s09_jsonl_transcript.lab import DurableTranscript
 
 def test_reduced_kill_campaign_loses_nothing_acknowledged(tmp_path):
     calls = []
-    results = kill_campaign(12, seed=1, root=tmp_path, progress=lambda done, total: calls.append((done, total)))
+    results = kill_campaign(12, seed=1, root=tmp_path, progress=lambda done, total: calls.append((done, total)),
+                            wait_for_acknowledged=1)
 
     assert [result.trial for result in results] == list(range(12))
     assert {result.mode for result in results} == {"append", "batch", "repair"}
@@ -35,8 +36,8 @@ def test_reduced_kill_campaign_loses_nothing_acknowledged(tmp_path):
     for result in results:
         assert result.ok, result
         assert result.verdict in (CLEAN, PARTIAL_TAIL)
-    # The victims really ran: between them they acknowledged events that the files still hold.
-    assert sum(result.acknowledged for result in results) > 0
+    # The victims really ran (each was killed only after acknowledging one event: a handshake, not luck).
+    assert all(result.acknowledged >= 1 for result in results)
     assert len(list(tmp_path.glob("kill-*.jsonl"))) == 12
 
 
@@ -60,6 +61,8 @@ def test_bad_arguments_are_refused():
         kill_campaign(-1)
     with pytest.raises(ValueError, match="modes"):
         kill_campaign(1, modes=("explode",))
+    with pytest.raises(ValueError, match="wait_for_acknowledged"):
+        kill_campaign(1, wait_for_acknowledged=-1)
 
 
 def test_tally_finds_lost_duplicated_and_spliced_events(tmp_path):
@@ -105,14 +108,16 @@ def test_the_kill_command_runs_both_classes_prints_a_table_for_each_and_passes(c
 
 
 def test_writers_killed_inside_a_stream_or_a_validated_commit_lose_nothing_acknowledged(tmp_path):
-    results = kill_campaign(20, seed=4, root=tmp_path, modes=LIVE_MODES)
-    assert {result.mode for result in results} == set(LIVE_MODES)
-    for result in results:
+    # Ten kills at random moments, and ten held ones: each victim stops before a write or fsync
+    # of a commit, says so over its pipe, and is killed there, so those land inside on any machine.
+    random_kills = kill_campaign(10, seed=4, root=tmp_path / "random", modes=LIVE_MODES, wait_for_acknowledged=1)
+    held_kills = kill_campaign(10, seed=4, root=tmp_path / "held", modes=LIVE_MODES, held=True)
+    assert {result.mode for result in random_kills} == {result.mode for result in held_kills} == set(LIVE_MODES)
+    for result in random_kills + held_kills:
         assert result.ok, result
-    assert sum(result.acknowledged for result in results) > 0
-    # Nearly all of a live victim's time is spent inside a stream or a validated commit: most kills land there.
-    assert sum(result.killed_inside for result in results) > 0
-    for path in tmp_path.glob("kill-*-stream.jsonl"):
+        assert result.acknowledged >= 1
+    assert all(result.killed_inside and result.held_at in HELD_CALLS for result in held_kills), held_kills
+    for path in tmp_path.glob("*/kill-*-stream.jsonl"):
         events = DurableTranscript(path).read_events()
         assert all(event["part_id"] == f"part-{event['sequence']}" for event in events)  # final parts only
         assert not [event for event in events if event["content"] in stream_pieces(event["n"])[:-1]]
@@ -138,18 +143,20 @@ def test_the_kill_command_takes_modes(capsys):
     assert crashlab_main(["kill", "--trials", "2", "--modes", "stream,validated"]) == 0
     out = capsys.readouterr().out
     assert "stream" in out and "validated" in out and "killed inside" in out
+    assert crashlab_main(["kill", "--trials", "2", "--modes", "stream,validated", "--held"]) == 0
+    assert "held: 2 of 2 kills landed inside a commit" in capsys.readouterr().out
     assert crashlab_main(["kill", "--trials", "1", "--modes", "teleport"]) == 2
     assert "unknown --modes teleport" in capsys.readouterr().err
 
 
 def test_writers_of_the_lessons_class_killed_at_random_lose_nothing_acknowledged(tmp_path):
-    results = kill_campaign(6, seed=5, root=tmp_path, modes=LESSON_MODES, max_delay=0.03)
+    results = kill_campaign(6, seed=5, root=tmp_path, modes=LESSON_MODES, max_delay=0.03, wait_for_acknowledged=1)
     assert {result.mode for result in results} == set(LESSON_MODES)
     assert {result.integrity for result in results} == {False}  # the lesson's class has no chain
     for result in results:
         assert result.ok, result
         assert result.subject == "lesson"
-    assert sum(result.acknowledged for result in results) > 0
+    assert all(result.acknowledged >= 1 for result in results)
     for path in tmp_path.glob("kill-*.jsonl"):  # the lesson's own reader, and the resume, wrote them
         events = JSONLTranscript(path).read_events()
         assert tally(events, []).ok and "batch_end" not in path.read_text(encoding="utf-8")
@@ -159,12 +166,35 @@ def test_writers_of_the_lessons_class_killed_at_random_lose_nothing_acknowledged
 
 def test_the_lesson_repair_victim_leaves_torn_records_that_the_next_writer_repairs(tmp_path):
     # A victim killed late has cut many records short and repaired each; the file must show no trace.
-    results = kill_campaign(2, seed=11, root=tmp_path, modes=("lesson-repair",), max_delay=0.15)
+    # Each is killed only after it acknowledged three events (so after two repairs at least), then later still.
+    results = kill_campaign(2, seed=11, root=tmp_path, modes=("lesson-repair",), max_delay=0.15,
+                            wait_for_acknowledged=3)
     assert all(late.ok for late in results), results
-    assert sum(late.acknowledged for late in results) >= 2
+    assert all(late.acknowledged >= 3 for late in results)
     for path in tmp_path.glob("kill-*.jsonl"):
         events = JSONLTranscript(path).read_events()
         assert [event["n"] for event in events] == list(range(1, len(events) + 1))
+
+
+@pytest.mark.parametrize("modes", [MODES, LESSON_MODES, WRITER_MODES])
+def test_a_held_kill_lands_inside_a_commit_after_an_acknowledged_event_in_every_mode(tmp_path, modes):
+    results = kill_campaign(2 * len(modes), seed=6, root=tmp_path, modes=modes, held=True)
+    assert {result.mode for result in results} == set(modes)
+    for result in results:
+        assert result.ok, result
+        assert result.killed_inside and result.held_at in HELD_CALLS and result.delay_ms == 0.0, result
+        assert result.acknowledged >= 1, result  # HELD_CALLS starts late enough for every mode
+    # the held call is chosen by the seed, apart from the delays: holding leaves the random plan as it was
+    again = kill_campaign(2 * len(modes), seed=6, modes=modes, held=True)
+    assert [result.held_at for result in again] == [result.held_at for result in results]
+
+
+@pytest.mark.parametrize("mode", ["append", "lesson"])
+def test_a_victim_held_before_its_first_write_has_said_ready_and_left_nothing(tmp_path, mode):
+    # held before disk call 1: "ready" came first (else the trial fails), nothing acknowledged, nothing on disk
+    result = run_kill_trial(tmp_path / "first.jsonl", _Plan(0, mode, False, 0.0, 1, held_at=1))
+    assert result.ok and result.killed_inside, result
+    assert (result.acknowledged, result.recovered) == (0, 0)
 
 
 def test_the_class_summary_counts_each_class_apart():

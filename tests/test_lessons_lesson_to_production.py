@@ -474,8 +474,13 @@ class ThisEnvironment(KernelSpecManager):
 def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops(language):
     path = NOTEBOOKS / language / NOTEBOOK_NAME
     notebook = nbformat.read(path, as_version=4)
-    kernel = KernelManager(kernel_name="this-environment", kernel_spec_manager=ThisEnvironment())
-    client = NotebookClient(notebook, km=kernel, timeout=120, resources={"metadata": {"path": str(path.parent)}})
+    # Deadlines that only bound a hang: a loaded machine starts a kernel and runs a cell well within them.
+    # shutdown_wait_time is how long a polite shutdown may take before the kernel is killed (default 5 s):
+    # a killed kernel runs no atexit, so a short one would leave the folder this test says goes.
+    kernel = KernelManager(kernel_name="this-environment", kernel_spec_manager=ThisEnvironment(),
+                           shutdown_wait_time=120)
+    client = NotebookClient(notebook, km=kernel, timeout=600, startup_timeout=300,
+                            resources={"metadata": {"path": str(path.parent)}})
     with client.setup_kernel():
         for index, cell in enumerate(list(notebook.cells)):
             if cell.cell_type == "code":

@@ -26,6 +26,8 @@ from s09_jsonl_transcript.lessons.display import figure_png  # noqa: E402
 from s09_jsonl_transcript.live import SessionEventLog  # noqa: E402
 from s09_jsonl_transcript.timeouts import ManualClock  # noqa: E402
 
+HANG_SECONDS = 300  # a subscriber's delivery may take this long before a test calls it hung (never a slow machine)
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
@@ -71,12 +73,12 @@ def test_the_view_shows_a_part_while_it_streams_and_a_refusal_when_no_turn_can_s
     log.start_turn()
     stream = log.open_stream()
     stream.delta("half of it")
-    view.subscription.wait_delivered()
+    assert view.subscription.wait_delivered(timeout=HANG_SECONDS)
     assert "streaming (memory only): half of it" in view.screen.value
     view.button.click()  # a turn is open: start_turn is refused
     assert view.status.value.startswith("refused: turn 2 started while turn 1 was open")
     log.end_turn(1, turns.REASON_ERROR)  # the turn ends without the part: the part's text leaves the screen
-    view.subscription.wait_delivered()
+    assert view.subscription.wait_delivered(timeout=HANG_SECONDS)
     assert "streaming" not in view.screen.value and "turn_end error" in view.screen.value
 
 
@@ -250,7 +252,7 @@ def test_the_part_being_streamed_and_a_refusal_in_chinese(log, chinese):
     view = live_session.LiveView(log, pace=0)
     log.start_turn()
     log.open_stream().delta("half of it")
-    view.subscription.wait_delivered()
+    assert view.subscription.wait_delivered(timeout=HANG_SECONDS)
     assert "part-2 正在流式输出（只在内存中）：half of it" in view.screen.value  # part-<its part_start's sequence>
     view.button.click()  # a turn is open: refused, and the library's reason is quoted as it is (English)
     assert view.status.value.startswith("拒绝：turn 2 started while turn 1 was open")

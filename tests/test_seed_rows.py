@@ -496,7 +496,7 @@ def replay_from_sequence(tmp):
     log.record_handoff("budget", "summary")
     got = []
     subscription = log.subscribe(from_sequence=2, on_event=got.append)
-    subscription.wait_delivered()
+    assert subscription.wait_delivered(timeout=300)  # bounds a hang only
     assert [e["sequence"] for e in got] == [2, 3, 4, 5]  # >= 2, the handoff (6) filtered
 
 

@@ -112,7 +112,7 @@ def test_with_integrity_no_single_byte_flip_is_accepted_silently(tmp_path):
         assert events == reference[: len(events)] and len(events) >= len(reference) - 1, offset
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=300))
 def test_arbitrary_bytes_raise_nothing_but_the_kits_errors(data):
     with tempfile.TemporaryDirectory() as folder:

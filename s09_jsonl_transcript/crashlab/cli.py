@@ -1,6 +1,7 @@
 """The crash lab's command line. Every campaign exits 1 when it finds a broken promise.
 
     python -m s09_jsonl_transcript.crashlab kill --trials 1000     campaign 1: SIGKILL writers
+    python -m s09_jsonl_transcript.crashlab kill --held            ... each held inside a commit first
     python -m s09_jsonl_transcript.crashlab powerloss              campaign 2: every power-cut state
     python -m s09_jsonl_transcript.crashlab damage --all-bits      campaigns 3 and 4: chain off and on
     python -m s09_jsonl_transcript.crashlab race                   campaign 5: eight racing writers
@@ -69,8 +70,11 @@ def _kill(args) -> int:
         print("crashlab: error: none of --modes writes with the --classes chosen", file=sys.stderr)
         return 2
     results = kill_campaign(args.trials, seed=args.seed, root=args.root, workers=args.workers,
-                            max_delay=args.max_delay_ms / 1000, progress=progress_bar("kills"), modes=modes)
+                            max_delay=args.max_delay_ms / 1000, progress=progress_bar("kills"), modes=modes,
+                            held=args.held)
     print(format_table(kill_summary(results)))
+    if args.held:
+        print(f"held: {sum(result.killed_inside for result in results)} of {len(results)} kills landed inside a commit")
     print("\nper class:")
     print(format_table(class_summary(results)))
     failures = [result for result in results if not result.ok]
@@ -194,6 +198,8 @@ def _parser() -> argparse.ArgumentParser:
     kill.add_argument("--seed", type=int, default=0)
     kill.add_argument("--workers", type=int, default=2, help="victims running at once (default 2)")
     kill.add_argument("--max-delay-ms", type=float, default=20.0, help="latest kill after the victim is ready")
+    kill.add_argument("--held", action="store_true",
+                      help="hold each victim just before a write or fsync of a commit and kill it there")
     kill.add_argument("--root", help="keep the killed transcripts in this folder")
     kill.add_argument("--modes", default=",".join(ALL_MODES),
                       help=f"comma-separated writer modes, taking turns (default: all, {','.join(ALL_MODES)})")

@@ -4,12 +4,18 @@ Each trial starts a victim process (crashlab/victim.py) on a fresh transcript, w
 random time, kills it, and compares what a fresh reader recovers with what the victim
 acknowledged through its pipe. Then a fresh writer appends one more event, to prove the
 file can be continued after the crash (this is where a partial tail gets cut off).
+
+Where a random kill lands depends on the machine's timing. A held trial does not: its
+victim stops just before a chosen write, fsync or truncate of the transcript (the k-th
+since it said "ready"), says "inside" over its pipe and waits, and the parent kills it
+there. So a held kill lands inside a commit on any machine, however loaded.
 """
 
 from __future__ import annotations
 
 import random
 import tempfile
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -37,6 +43,12 @@ from .workload import (
 )
 
 ACCEPTABLE_VERDICTS = (CLEAN, PARTIAL_TAIL)
+# A held victim stops before its k-th disk call, k drawn from this range: every mode has
+# acknowledged at least one event by its 8th call (tests/test_crashlab_kills.py holds it to that).
+HELD_CALLS = range(8, 25)
+# A victim that neither says what the parent waits for nor dies within this long is hung:
+# it is killed and the trial fails. Only a hang takes this long, never a slow machine.
+HANG_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -53,8 +65,9 @@ class KillTrial:
     spliced: int = 0  # recovered events that are not what was written: must be 0
     partial_batches: int = 0  # batches recovered in part (some records, not all): must be 0
     integrity: bool = False  # whether the transcript carried the hash chain
-    delay_ms: float = 0.0  # how long after "ready" the kill was sent
-    killed_inside: bool = False  # stream, validated: the kill landed inside a stream or a validated commit
+    delay_ms: float = 0.0  # how long after "ready" (and wait_for_acknowledged events) the kill was sent
+    killed_inside: bool = False  # the kill landed inside a stream or a commit (a held kill always does)
+    held_at: int = 0  # a held trial: killed before its held_at-th write, fsync or truncate; 0: after delay_ms
 
     @property
     def subject(self) -> str:
@@ -76,14 +89,19 @@ class _Plan:
     integrity: bool
     delay: float
     seed: int
+    held_at: int = 0  # > 0: the victim stops before its held_at-th disk call and is killed there
+    wait_for_acknowledged: int = 0  # a kill after a delay: the delay starts once this many were acknowledged
 
 
-def _plans(trials: int, seed: int, max_delay: float, modes) -> list[_Plan]:
-    """Every trial's mode, integrity, kill delay and victim seed, decided up front from seed."""
+def _plans(trials: int, seed: int, max_delay: float, modes, held: bool = False,
+           wait_for_acknowledged: int = 0) -> list[_Plan]:
+    """Every trial's mode, integrity, kill delay (or held call) and victim seed, decided up front from seed."""
     rng = random.Random(seed)
+    held_rng = random.Random(f"held {seed}")  # its own stream: holding leaves the delays and seeds as they were
     return [
         _Plan(trial, modes[trial % len(modes)], _chained(modes[trial % len(modes)], trial // len(modes)),
-              rng.uniform(0.0, max_delay), rng.randrange(2**32))
+              rng.uniform(0.0, max_delay), rng.randrange(2**32),
+              held_rng.choice(HELD_CALLS) if held else 0, wait_for_acknowledged)
         for trial in range(trials)
     ]
 
@@ -93,23 +111,46 @@ def _chained(mode: str, round_of_modes: int) -> bool:
     return round_of_modes % 2 == 1 and mode not in LESSON_MODES
 
 
+def _listen_until_the_kill(victim, plan: _Plan) -> str:
+    """Read the victim's pipe up to the moment of the kill; return what was read.
+
+    A held trial reads until the victim says "inside" (it then waits to be killed). Any other
+    reads "ready" and wait_for_acknowledged acknowledgements, then sleeps the planned delay.
+    Either stops early when the pipe ends (the victim died on its own: a problem the caller reports).
+    """
+    heard = [victim.stdout.readline()]
+    if heard[0].strip() != "ready":
+        return heard[0]
+    acknowledged = 0
+    while heard[-1] and (heard[-1].strip() != "inside" if plan.held_at else acknowledged < plan.wait_for_acknowledged):
+        heard.append(victim.stdout.readline())
+        acknowledged += heard[-1].strip().isdigit()
+    if not plan.held_at and heard[-1]:
+        time.sleep(plan.delay)  # where this kill lands is left to chance: no result depends on it
+    return "".join(heard)
+
+
 def _run_victim(path: Path, plan: _Plan) -> tuple[list[int], str | None, bool]:
-    """Start a victim, kill it after plan.delay; return (acknowledged numbers, problem or None, killed inside)."""
+    """Start a victim, kill it as planned; return (acknowledged numbers, problem or None, killed inside)."""
     victim = start_child("s09_jsonl_transcript.crashlab.victim:main",
-                         path, plan.mode, plan.seed, "1" if plan.integrity else "0")
-    ready = ""
+                         path, plan.mode, plan.seed, "1" if plan.integrity else "0", plan.held_at)
+    watchdog = threading.Timer(HANG_SECONDS, victim.kill)  # bounds a hang only: see HANG_SECONDS
+    watchdog.start()
+    heard = ""
     try:
-        ready = victim.stdout.readline()
-        if ready.strip() == "ready":
-            time.sleep(plan.delay)
+        heard = _listen_until_the_kill(victim, plan)
     finally:
         output, errors = kill_child(victim)  # SIGKILL: no cleanup, no flush, no finally block runs in the victim
-    lines = (ready + output).split()
+        watchdog.cancel()
+    lines = (heard + output).split()
     acknowledged = [int(line) for line in lines[1:] if line.isdigit()]
-    inside = len(lines) > 1 and lines[-1] == "begin"  # a stream or validated commit began and was not acknowledged
-    if ready.strip() != "ready" or errors.strip():  # a killed victim says nothing on stderr
+    # a stream or commit began (or a held victim stopped inside one) and was not acknowledged
+    inside = len(lines) > 1 and lines[-1] in ("begin", "inside")
+    if lines[:1] != ["ready"] or errors.strip():  # a killed victim says nothing on stderr
         last_error = errors.strip().splitlines()[-1:] or ["no output"]
         return acknowledged, f"victim failed before the kill: {last_error[0]}", inside
+    if plan.held_at and "inside" not in lines:
+        return acknowledged, f"victim never reached its disk call {plan.held_at}", inside
     return acknowledged, None, inside
 
 
@@ -204,12 +245,14 @@ def run_kill_trial(path, plan: _Plan) -> KillTrial:
         trial=plan.trial, mode=plan.mode, acknowledged=counts.acknowledged, recovered=counts.recovered,
         lost=counts.lost, duplicated=counts.duplicated, verdict=problem or verdict,
         spliced=counts.spliced, partial_batches=counts.partial_batches, integrity=plan.integrity,
-        delay_ms=round(plan.delay * 1000, 3), killed_inside=inside,
+        delay_ms=0.0 if plan.held_at else round(plan.delay * 1000, 3), killed_inside=inside,
+        held_at=plan.held_at,
     )
 
 
 def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[int, int], None] | None = None,
-                  max_delay: float = 0.02, workers: int = 2, modes=MODES) -> list[KillTrial]:
+                  max_delay: float = 0.02, workers: int = 2, modes=MODES, held: bool = False,
+                  wait_for_acknowledged: int = 0) -> list[KillTrial]:
     """Kill `trials` writer processes at random moments; one KillTrial per kill, in trial order.
 
     Modes take turns (by default the lab's append, batch and repair; ALL_MODES adds the live
@@ -217,16 +260,22 @@ def kill_campaign(trials: int, *, seed: int = 0, root=None, progress: Callable[[
     victim.WRITER_MODES are the live log's rewind and fork writers), and every other round of
     modes runs with the hash chain on (never the lesson's class: it has none). The plan
     (mode, kill delay) depends only on seed; where the kill lands inside the victim's work
-    depends on the machine's timing. Transcripts are written under root (kept) or a
-    temporary folder (removed). progress(done, total) is called after each trial, from
-    the calling thread.
+    depends on the machine's timing. held=True makes every trial a held one instead: the
+    victim stops before a write, fsync or truncate chosen from HELD_CALLS by seed, inside a
+    commit, after at least one acknowledged event, and is killed there.
+    wait_for_acknowledged=n starts a random kill's delay only once the victim has acknowledged
+    n events (a handshake, so that "the victims really wrote" holds on a loaded machine too).
+    Transcripts are written under root (kept) or a temporary folder (removed).
+    progress(done, total) is called after each trial, from the calling thread.
     """
     if not isinstance(trials, int) or trials < 0:
         raise ValueError(f"trials must be a whole number >= 0, not {trials!r}")
     unknown = set(modes) - set(ALL_MODES + WRITER_MODES)
     if not modes or unknown:
         raise ValueError(f"modes must be chosen from {ALL_MODES + WRITER_MODES}, not {tuple(modes)!r}")
-    plans = _plans(trials, seed, max_delay, tuple(modes))
+    if not isinstance(wait_for_acknowledged, int) or wait_for_acknowledged < 0:
+        raise ValueError(f"wait_for_acknowledged must be a whole number >= 0, not {wait_for_acknowledged!r}")
+    plans = _plans(trials, seed, max_delay, tuple(modes), held, wait_for_acknowledged)
     with tempfile.TemporaryDirectory(prefix="s09-kills-") as scratch:
         folder = Path(root) if root is not None else Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)

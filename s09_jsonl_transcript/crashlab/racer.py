@@ -19,8 +19,10 @@ import time
 from ..code import TYPE_MESSAGE, TranscriptLockedError
 from .subjects import LAB, open_transcript
 
-RETRY_SECONDS = 0.001
-MAX_RETRIES = 20000  # about 20 s of waiting: a racer never waits forever
+RETRY_SECONDS = 0.001  # a pause between tries for the lock, so the racer holding it can work
+# A racer never waits forever, but a slow, shared machine must never make it give up: only a
+# writer that never lets go (a hang) keeps the lock this long.
+GIVE_UP_SECONDS = 300
 
 
 def racer_event(racer: int, index: int) -> dict:
@@ -50,7 +52,8 @@ def hold(path: str, racer: int, events: int, integrity: bool, subject: str = LAB
 def handover(path: str, racer: int, events: int, integrity: bool, subject: str = LAB) -> None:
     """Append events one writer at a time, waiting for the lock whenever another racer holds it."""
     written = retries = 0
-    while written < events and retries <= MAX_RETRIES:
+    give_up_at = time.monotonic() + GIVE_UP_SECONDS
+    while written < events and time.monotonic() < give_up_at:
         transcript = open_transcript(subject, path, integrity=integrity)
         try:
             transcript.append(racer_event(racer, written))

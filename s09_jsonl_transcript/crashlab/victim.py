@@ -1,13 +1,16 @@
 """The child process the kill campaign shoots: it appends workload events until it is killed.
 
-    python -m s09_jsonl_transcript.crashlab.victim FILE MODE SEED INTEGRITY
+    python -m s09_jsonl_transcript.crashlab.victim FILE MODE SEED INTEGRITY [HOLD]
     (the kill campaign starts it with lab.start_child)
 
 It prints "ready" once it is about to append, then the number n of every event whose
 append has returned, one per line, flushed at once: the parent counts only what it
-read from this pipe as acknowledged. In stream and validated modes it also prints
-"begin" when a stream or a validated commit starts, so the parent can tell a kill that
-landed inside one. Modes:
+read from this pipe as acknowledged. In stream and validated modes (and rewind, fork)
+it also prints "begin" when a stream or a commit starts, so the parent can tell a kill
+that landed inside one. With HOLD = k > 0 the victim stops just before its k-th write,
+fsync or truncate of the transcript (counted from "ready"), prints "inside" and waits:
+the parent kills it there, so that kill lands inside a commit on any machine, however
+loaded. Modes:
 
   append   one append per event
   batch    append_batch of 2 to 8 events (one write, one fsync)
@@ -42,6 +45,7 @@ from pathlib import Path
 from ..code import SCHEMA_VERSION, JSONLTranscript, encode_line, event_id_for, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
 from ..live import CommitRefused, SessionEventLog
+from .powerloss import lesson_os_calls_to
 from .workload import ALL_MODES, LESSON_MODES, part_id_of, stream_pieces, workload_event
 
 MAX_EVENTS = 5000  # a victim nobody kills stops here rather than fill the disk
@@ -72,6 +76,46 @@ class TearingFileIO(OsFileIO):
         return super().write(fd, data[:kept]) if kept else 0
 
 
+class HoldingFileIO(TearingFileIO):
+    """TearingFileIO that, given hold = k > 0, stops before its k-th write, fsync or truncate.
+
+    There it prints "inside" and waits on standard input for the parent's SIGKILL. (A folder's
+    fsync is not counted: it is not part of a record's commit.) With hold = 0 it never stops.
+    """
+
+    def __init__(self, hold: int = 0):
+        super().__init__()
+        self.hold = hold
+        self.calls = 0
+
+    def _count_one_call(self) -> None:
+        self.calls += 1
+        if self.calls == self.hold:
+            _acknowledge(["inside"])
+            sys.stdin.readline()  # the parent kills us while we wait; a line or end of file is a broken protocol
+            os._exit(3)
+
+    def write(self, fd, data):
+        self._count_one_call()
+        return super().write(fd, data)
+
+    def fsync(self, fd):
+        self._count_one_call()
+        return super().fsync(fd)
+
+    def truncate(self, fd, length):
+        self._count_one_call()
+        return super().truncate(fd, length)
+
+    def fsync_dir(self, path):
+        # with the real os: the inherited one calls code.py, whose os may be routed back here (lesson modes)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 _PIPE = threading.Lock()  # two threads acknowledge in validated mode: one line each, whole
 
 
@@ -81,17 +125,21 @@ def _acknowledge(numbers) -> None:
         sys.stdout.flush()
 
 
-def run(path: str, mode: str, seed: int, integrity: bool) -> None:
-    """Append workload events to path in the given mode until MAX_EVENTS or a kill."""
+def run(path: str, mode: str, seed: int, integrity: bool, hold: int = 0) -> None:
+    """Append workload events to path in the given mode until MAX_EVENTS or a kill.
+
+    hold = k > 0: stop before the k-th write, fsync or truncate, say "inside" and wait for the kill.
+    """
     if mode not in ALL_MODES + WRITER_MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(ALL_MODES + WRITER_MODES)}")
+    file_io = HoldingFileIO(hold)
     if mode in WRITER_MODES:
-        log = SessionEventLog(DurableTranscript(path, integrity=integrity, clock=ticking_clock()))
+        log = SessionEventLog(DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io))
         return _rewind(log) if mode == "rewind" else _fork(log)
     rng = random.Random(seed)
     if mode in LESSON_MODES:
-        return run_lesson(path, mode, rng)
-    file_io = TearingFileIO()
+        with lesson_os_calls_to(file_io):  # the lesson's class has no seam: its os calls are routed
+            return run_lesson(path, mode, rng)
     transcript = DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io)
     if mode == "stream":
         return _stream(SessionEventLog(transcript))
@@ -223,9 +271,9 @@ def _leave_a_torn_record(path: str, n: int, now, rng: random.Random) -> int:
     return n + 1 if kept == len(line) - 1 else n
 
 
-def main(path: str, mode: str, seed: str, integrity: str) -> None:
+def main(path: str, mode: str, seed: str, integrity: str, hold: str = "0") -> None:
     """Entry point of the child process (lab.start_child passes its arguments as strings)."""
-    run(path, mode, int(seed), integrity == "1")
+    run(path, mode, int(seed), integrity == "1", int(hold))
 
 
 if __name__ == "__main__":
