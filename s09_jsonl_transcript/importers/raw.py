@@ -50,7 +50,7 @@ def inspect_raw(path) -> dict:
         report["last_line_unterminated"] = not line.terminated
         if isinstance(record, dict):
             report["by_type"][str(record.get("type"))] += 1
-            report["envelope_lines"] += bool(record.keys() & ENVELOPE)
+            report["envelope_lines"] += record.keys() >= ENVELOPE
             tree.add(record)
     report["by_type"] = dict(sorted(report["by_type"].items()))
     report["tree"] = tree.summary() if tree.nodes else None
