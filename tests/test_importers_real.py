@@ -361,3 +361,21 @@ def test_memory_per_line_stays_within_what_the_docs_say(tmp_path):
     assert f"{documented} bytes" in (docs / "importers.md").read_text(encoding="utf-8")
     assert f"{documented} 字节" in (docs / "zh" / "importers.md").read_text(encoding="utf-8")
     assert growth_per_line(tmp_path, [2, 8]) <= documented
+
+
+def test_inspect_on_the_command_line_says_what_a_file_that_is_no_session_is(tmp_path, capsys):
+    from s09_jsonl_transcript import cli
+
+    document = tmp_path / "export.jsonl"
+    document.write_text(json.dumps({"messages": [{"role": "user", "content": f"step {n}"} for n in range(30)]},
+                                   indent=2))
+    history = write_jsonl(tmp_path / "history.jsonl", [{"session_id": SESSION_A, "ts": 1, "text": "hi"}])
+    flipped = tmp_path / "flipped.jsonl"
+    flipped.write_bytes(b";" + SAMPLES["codex"].read_bytes().split(b"\n")[0][1:] + b"\n")
+    assert cli.main(["inspect", str(document), "--lang", "en"]) == 1
+    out = capsys.readouterr().out
+    assert "one JSON document written over" in out and "are not JSON" not in out
+    assert cli.main(["inspect", str(history), "--lang", "en"]) == 1
+    assert "Codex CLI prompt history" in capsys.readouterr().out
+    assert cli.main(["inspect", str(flipped), "--lang", "en"]) == 1
+    assert "line 1" in capsys.readouterr().out

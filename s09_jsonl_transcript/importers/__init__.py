@@ -22,6 +22,7 @@ from .detect import (
     JSON_DOCUMENT,
     LESSON,
     NOT_SESSIONS,
+    RAW_FORMATS,
     UNKNOWN,
     detect_format,
     format_of_record,
@@ -42,7 +43,7 @@ LEGACY_CODEX_SAMPLE = SAMPLES_DIR / "codex" / "rollout-2025-08-20T10-00-00-5a4b3
 
 __all__ = [
     "AUTO", "CODEX_HISTORY", "DAMAGED", "EMPTY", "FORMAT_CHOICES", "IMPORTABLE", "JSON_DOCUMENT", "LEGACY_CODEX_SAMPLE",
-    "LESSON", "NOT_SESSIONS", "SAMPLES", "SAMPLES_DIR", "TYPE_SOURCE_RECORD", "UNKNOWN", "ImportRefused",
+    "LESSON", "NOT_SESSIONS", "RAW_FORMATS", "SAMPLES", "SAMPLES_DIR", "TYPE_SOURCE_RECORD", "UNKNOWN", "ImportRefused",
     "ImportSummary", "detect_format", "foreign_format_message", "format_of_record", "format_raw_inspection",
     "import_session", "inspect_raw", "replay_imported", "window_events",
 ]

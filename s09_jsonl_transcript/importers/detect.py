@@ -31,6 +31,8 @@ HISTORY_FIELDS = frozenset({"session_id", "ts", "text"})
 JSON_DOCUMENT_MAX_BYTES = 16 * 1024 * 1024  # larger files are not parsed whole to see if they are one document
 MAPPERS = {module.FORMAT: module for module in (claude_code, codex, seed002, workbuddy)}
 IMPORTABLE = tuple(MAPPERS)
+# what inspect_raw describes (not DAMAGED: the lesson's reader names its first bad line)
+RAW_FORMATS = IMPORTABLE + (UNKNOWN, CODEX_HISTORY, JSON_DOCUMENT)
 PEEK_LINES = 50
 ENVELOPE = frozenset({"schema_version", "sequence", "session_id", "event_id"})
 
