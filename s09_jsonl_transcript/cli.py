@@ -37,8 +37,7 @@ from .code import (
 )
 from .importers import (
     FORMAT_CHOICES,
-    IMPORTABLE,
-    UNKNOWN,
+    RAW_FORMATS,
     ImportRefused,
     detect_format,
     foreign_format_message,
@@ -102,7 +101,7 @@ def inspect_file(path, *, integrity: bool = False) -> tuple[str, dict]:
     WorkBuddy, or an unknown format) is recognised before it is read as a transcript.
     """
     path = _existing_file(path)
-    if detect_format(path) in IMPORTABLE + (UNKNOWN,):
+    if detect_format(path) in RAW_FORMATS:
         return "raw", inspect_raw(path)
     return "transcript", inspect_transcript(path, integrity=integrity)
 

@@ -23,6 +23,9 @@ from pathlib import Path
 from .importer import import_session
 
 SESSION = "5e55a0c1-0000-4000-8000-00000000bench"
+# What an import holds per source line, at most (the ids kept to merge duplicates and pair calls), as
+# docs/importers.md says; tests/test_importers_real.py measures it with tracemalloc.
+BYTES_PER_LINE_BOUND = 320  # the slope is about 170; up to about 300 just after a set's table has grown
 LINES_PER_TURN = 5  # user text, assistant thinking, assistant tool_use, user tool_result, assistant text
 
 

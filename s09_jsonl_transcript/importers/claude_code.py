@@ -18,6 +18,21 @@ written again. Sidechains: inside a main session, records with isSidechain true 
 they are kept as evidence, so replay never mixes a subagent's turns into the main conversation. A
 subagent's own file (agent-*.jsonl) is a session of its own: import it by itself, and there its records
 are its conversation.
+
+What a chat API must accept when the import is replayed:
+- Meta lines are not prompts: a user record with isMeta true, a slash command's echo (<command-name>,
+  <command-message>, <command-args>, <local-command-stdout> and friends) and "[Request interrupted by
+  user...]" are kept as evidence (`user meta`).
+- A text block (or string content) holding only white space is kept as evidence (`<role> blank text`).
+- A tool_use id, or a tool_result's tool_use_id, imported before is merged (a resumed session repeats
+  earlier results under new uuids): each call is answered once.
+- Parallel tool calls are written in the order they finished, so a result can come before the next call
+  in the file; the parentUuid tree holds the real order. A conversation record whose parent has not been
+  imported yet is held back until its parent is (at most HOLD_LINES lines, then in file order): the
+  events follow the tree, not the file.
+
+Two sessions: a conversation record that starts a new tree (parentUuid null) with another sessionId, after
+the first session's records, means two files were concatenated: the import is refused (SecondSession).
 """
 
 from __future__ import annotations
@@ -35,13 +50,16 @@ from ..code import (
     TYPE_MESSAGE,
     TYPE_REASONING,
 )
-from .common import DUPLICATE, EVIDENCE, MAPPED, evidence, seen_before
+from .common import DUPLICATE, EVIDENCE, MAPPED, SecondSession, evidence, is_blank_text, key_of, seen_before
 
 FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
                           "queue-operation"})
 TREE_FIELDS = ("uuid", "parentUuid", "sessionId")
 RECENT_MESSAGES = 256  # API messages whose blocks are remembered, to merge a repeated block (memory stays flat)
+HOLD_LINES = 64  # how long a record waits for a parent that has not come yet, in source lines
+META_PREFIXES = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
+                 "<local-command-stderr>", "<local-command-caveat>", "[Request interrupted by user")
 
 
 def looks_like(record) -> bool:
@@ -65,7 +83,7 @@ def subagent_files_beside(path) -> list[Path]:
 
 
 class Mapper:
-    """Turns Claude Code records, one line at a time, into lesson events (see the module's table)."""
+    """Turns Claude Code records, one at a time, into lesson events (see the module's table)."""
 
     format = FORMAT
 
@@ -75,19 +93,40 @@ class Mapper:
         self.workspace_hint = None  # the last folder of their cwd
         self.streamed_lines = 0
         self.sidechain_records = 0
-        self._seen_uuids = set()
+        self._seen_uuids = set()  # compact keys (common.key_of) of every uuid imported
+        self._answered = set()  # compact keys of the tool_use ids and tool_result ids imported
         self._blocks_of_message = OrderedDict()  # message.id -> fingerprints of its blocks already imported
+        self._held = []  # [uuid key, parent key, events, lines waited]: records waiting for their parent
+        self._first_session = None  # the sessionId of the first conversation record
+        self._conversation_seen = False
 
     def convert(self, record: dict, provenance: dict, raw: bytes = b"") -> tuple[str, list[dict]]:
-        """(outcome, events) for one record; provenance is the line's, and is extended with the record's own."""
+        """(outcome, events) for one record; provenance is the line's, and is extended with the record's own.
+
+        The events returned are those ready to be written: this record's, unless it waits for its parent,
+        and those of held records whose parent has now come.
+        """
+        outcome, events = self._outcome(record, provenance)
+        return outcome, self._in_tree_order(record, outcome, events)
+
+    def finish(self) -> list[dict]:
+        """The events still held at the end of the source (their parent never came), in file order."""
+        released = [event for held in self._held for event in held[2]]
+        self._held = []
+        return released
+
+    def _outcome(self, record: dict, provenance: dict) -> tuple[str, list[dict]]:
         if seen_before(record, self._seen_uuids):
             return DUPLICATE, []
+        self._check_one_session(record)
         self._learn_names(record)
         provenance = {**provenance, **_own_provenance(record)}
         kind = record.get("type")
         if record.get("isSidechain") is True and not self.subagent_file:
             self.sidechain_records += 1
             return EVIDENCE, [{**evidence(record, f"sidechain {kind}"), "source": provenance}]
+        if kind == "user" and (record.get("isMeta") is True or is_meta_text(_message_content(record))):
+            return EVIDENCE, [{**evidence(record, "user meta"), "source": provenance}]
         if kind in ("user", "assistant"):
             return self._conversation(record, kind, provenance)
         if kind == "summary" and isinstance(record.get("summary"), str):
@@ -98,6 +137,48 @@ class Mapper:
         if kind == "file-history-snapshot":
             return MAPPED, [_snapshot(record, provenance)]
         return EVIDENCE, [{**evidence(record, str(kind)), "source": provenance}]
+
+    def _check_one_session(self, record: dict) -> None:
+        """SecondSession when a new tree of another sessionId starts after this session's records."""
+        if record.get("type") not in ("user", "assistant") or record.get("isSidechain") is True:
+            return
+        session = record.get("sessionId")
+        if self._conversation_seen and record.get("parentUuid", "") is None and isinstance(session, str) \
+                and self._first_session is not None and session != self._first_session:
+            raise SecondSession(self._first_session, session)
+        if self._first_session is None and isinstance(session, str):
+            self._first_session = session
+        self._conversation_seen = True
+
+    def _in_tree_order(self, record: dict, outcome: str, events: list) -> list:
+        """This record's events now, or held until its parent's are written; plus the held ones now free."""
+        uuid, parent = record.get("uuid"), record.get("parentUuid")
+        ready = list(events)
+        if outcome != DUPLICATE and isinstance(uuid, str) and isinstance(parent, str):
+            parent_key = key_of(parent)
+            if parent_key not in self._seen_uuids or self._is_held(parent_key):
+                self._held.append([key_of(uuid), parent_key, events, 0])
+                ready = []
+        for held in self._held:
+            held[3] += 1
+        return ready + self._released()
+
+    def _is_held(self, key: int) -> bool:
+        return any(held[0] == key for held in self._held)
+
+    def _released(self) -> list:
+        """The events of held records whose parent is written (or that waited HOLD_LINES lines), in order."""
+        released = []
+        while self._held:
+            free = next((held for held in self._held
+                         if held[1] in self._seen_uuids and not self._is_held(held[1])), None)
+            if free is None and self._held[0][3] > HOLD_LINES:
+                free = self._held[0]  # its parent is not coming: write it in file order
+            if free is None:
+                break
+            self._held.remove(free)
+            released.extend(free[2])
+        return released
 
     def _learn_names(self, record: dict) -> None:
         # a subagent's file carries its parent's sessionId: its own name is the file's
@@ -110,14 +191,29 @@ class Mapper:
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str):
+            if is_blank_text(content):
+                return EVIDENCE, [{**evidence(record, f"{role} blank text"), "source": provenance}]
             return MAPPED, [{"type": TYPE_MESSAGE, "role": role, "content": content, "source": provenance}]
         if not isinstance(content, list) or not content:
             return EVIDENCE, [{**evidence(record, role), "source": provenance}]
         blocks = self._new_blocks(message, content)
-        if blocks is None:
+        blocks = [block for block in blocks if self._first_answer(block)] if blocks is not None else None
+        if not blocks:
             return DUPLICATE, []
         events = [_block_event(block, role, record, provenance) for block in blocks]
         return (MAPPED if any(e["type"] != "source-record" for e in events) else EVIDENCE), events
+
+    def _first_answer(self, block) -> bool:
+        """False for a tool_use or tool_result whose id was imported before (a resumed session repeats them)."""
+        kind = block.get("type") if isinstance(block, dict) else None
+        call_id = block.get("id") if kind == "tool_use" else block.get("tool_use_id") if kind == "tool_result" else None
+        if not isinstance(call_id, str):
+            return True
+        key = key_of(call_id, kind)
+        if key in self._answered:
+            return False
+        self._answered.add(key)
+        return True
 
     def _new_blocks(self, message: dict, content: list) -> list | None:
         """The blocks of this line not yet imported for its API message; None when all of them were."""
@@ -136,6 +232,19 @@ class Mapper:
             return None  # every block was imported from an earlier line: a repeat, merged
         self.streamed_lines += continues
         return fresh
+
+
+def _message_content(record: dict):
+    message = record.get("message")
+    return message.get("content") if isinstance(message, dict) else None
+
+
+def is_meta_text(content) -> bool:
+    """True for a user content that is Claude Code's own note, not a prompt: a command's echo, an interruption."""
+    if isinstance(content, list):
+        texts = [block.get("text") for block in content if isinstance(block, dict) and block.get("type") == "text"]
+        return bool(texts) and len(texts) == len(content) and all(is_meta_text(text) for text in texts)
+    return isinstance(content, str) and content.lstrip().startswith(META_PREFIXES)
 
 
 def _fingerprint(block) -> bytes:
@@ -162,6 +271,10 @@ def _own_provenance(record: dict) -> dict:
 def _block_event(block, role: str, record: dict, provenance: dict) -> dict:
     """The lesson event for one content block, or evidence for a block the lesson has no type for."""
     kind = block.get("type") if isinstance(block, dict) else None
+    if kind == "text" and is_blank_text(block.get("text")):
+        return {**evidence(block, f"{role} blank text"), "source": provenance}
+    if kind == "text" and role == "user" and is_meta_text(block.get("text")):
+        return {**evidence(block, "user meta"), "source": provenance}  # "[Request interrupted...]" beside results
     if kind == "text" and isinstance(block.get("text"), str):
         return {"type": TYPE_MESSAGE, "role": role, "content": block["text"], "source": provenance}
     if kind == "thinking" and isinstance(block.get("thinking"), str):

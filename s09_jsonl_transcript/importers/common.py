@@ -12,6 +12,7 @@ Each line has exactly one outcome, so the summary can account for every line of 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,6 +29,15 @@ _DECODER = json.JSONDecoder()
 
 class ImportRefused(ValueError):
     """The source cannot be imported as asked; nothing was written. The message says why."""
+
+
+class SecondSession(Exception):
+    """A mapper met a record of another session in the same file (two sessions concatenated)."""
+
+    def __init__(self, first: str, second: str):
+        super().__init__(f"session {second!r} begins inside session {first!r}")
+        self.first = first
+        self.second = second
 
 
 @dataclass(frozen=True)
@@ -130,12 +140,33 @@ class ImportSummary:
         }
 
 
+def key_of(text: str, kind: str = "") -> int:
+    """A compact set key for an id: a UUID's own 128 bits, else a 128-bit hash of kind and text.
+
+    An int of 128 bits costs about half of the string it stands for; the hash leaves no practical
+    chance that two ids share a key. kind keeps ids of different kinds (a uuid, a tool call id) apart.
+    """
+    if not kind and len(text) == 36 and text.count("-") == 4:
+        try:
+            return int(text.replace("-", ""), 16)
+        except ValueError:
+            pass
+    digest = hashlib.blake2b(f"{kind}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return int.from_bytes(digest, "big") | (1 << 128)  # never equal to a UUID's key
+
+
+def is_blank_text(value) -> bool:
+    """True for a text that holds nothing but white space (a chat API refuses such a text block)."""
+    return isinstance(value, str) and not value.strip()
+
+
 def seen_before(record: dict, seen: set) -> bool:
     """True when record's uuid is in seen (a duplicate, written once); a new uuid is added to seen."""
     uuid = record.get("uuid")
     if not isinstance(uuid, str):
         return False
-    if uuid in seen:
+    key = key_of(uuid)
+    if key in seen:
         return True
-    seen.add(uuid)
+    seen.add(key)
     return False

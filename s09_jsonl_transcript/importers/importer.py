@@ -23,8 +23,28 @@ from .. import i18n
 from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TranscriptValidationError
 from ..lab import DurableTranscript
 from . import claude_code
-from .common import BLANK, PARTIAL_TAIL, TYPE_SOURCE_RECORD, ImportRefused, ImportSummary, parse_line, source_lines
-from .detect import EMPTY, IMPORTABLE, LESSON, MAPPERS, UNKNOWN, detect_format
+from .common import (
+    BLANK,
+    PARTIAL_TAIL,
+    TYPE_SOURCE_RECORD,
+    ImportRefused,
+    ImportSummary,
+    SecondSession,
+    key_of,
+    parse_line,
+    source_lines,
+)
+from .detect import (
+    CODEX_HISTORY,
+    DAMAGED,
+    EMPTY,
+    IMPORTABLE,
+    JSON_DOCUMENT,
+    LESSON,
+    MAPPERS,
+    UNKNOWN,
+    detect_format,
+)
 
 tr = i18n.translator("importer")
 
@@ -81,6 +101,8 @@ def _chosen_format(source: Path, source_format: str) -> str:
     if detected == LESSON:
         raise ImportRefused(tr("{name} is already a transcript in the lesson's format (its lines have the "
                                "envelope): inspect or replay it as it is; nothing written", name=source.name))
+    if detected in (CODEX_HISTORY, JSON_DOCUMENT, DAMAGED):
+        raise ImportRefused(_not_a_session(source, detected))
     if detected == UNKNOWN:
         raise ImportRefused(tr("{name} is in no format the kit can import: none of its first lines is a record "
                                "of {choices}; nothing written", name=source.name, choices=", ".join(IMPORTABLE)))
@@ -88,6 +110,21 @@ def _chosen_format(source: Path, source_format: str) -> str:
         raise ImportRefused(tr("{name} is not a {expected} session: its records are {found} records; "
                                "nothing written", name=source.name, expected=source_format, found=detected))
     return detected
+
+
+def _not_a_session(source: Path, detected: str) -> str:
+    """Why a file that is no agent session is refused: what it is, in one sentence."""
+    if detected == CODEX_HISTORY:
+        return tr("{name} is Codex CLI's prompt history (~/.codex/history.jsonl: one session_id, ts and text per "
+                  "prompt typed, of every session), not a session: import the session's rollout file under "
+                  "~/.codex/sessions instead; nothing written", name=source.name)
+    if detected == JSON_DOCUMENT:
+        return tr("{name} is one JSON document written over several lines (pretty-printed), not JSONL, which "
+                  "holds one record per line: nothing to import, nothing written", name=source.name)
+    line = next(line for line in source_lines(source) if line.raw.strip())
+    return tr("line {line} (byte {offset}) of {name} is a complete line but not JSON, and no line before it is a "
+              "record: the file is damaged from its first record; nothing written",
+              line=line.number, offset=line.offset, name=source.name)
 
 
 def _new_target(root, planned: ImportSummary, clock) -> DurableTranscript:
@@ -115,7 +152,14 @@ def _convert(source: Path, module, transcript: DurableTranscript | None, chunk_e
     for line in source_lines(source, stop_at=stop_at):
         summary.source_lines += 1
         summary.bytes_read = line.offset + len(line.raw) + line.terminated
-        outcome, events = _line_outcome(line, mapper, module.FORMAT, summary)
+        try:
+            outcome, events = _line_outcome(line, mapper, module.FORMAT, summary)
+        except SecondSession as second:
+            raise ImportRefused(tr("{name} holds two sessions: line {line} (byte {offset}) begins session {second} "
+                                   "after session {first}; split the file at that byte (head -c {offset}, "
+                                   "tail -c +{next}) and import each part; nothing written", name=source.name,
+                                   line=line.number, offset=line.offset, next=line.offset + 1,
+                                   second=second.second, first=second.first)) from None
         summary.lines[outcome] += 1
         for event in events:
             _count_event(event, summary, calls, results)
@@ -125,6 +169,10 @@ def _convert(source: Path, module, transcript: DurableTranscript | None, chunk_e
             if len(pending) >= chunk_events or pending_bytes >= CHUNK_BYTES:
                 _commit(transcript, pending, summary)
                 pending, pending_bytes = [], 0
+    held = mapper.finish()  # records that waited for a parent to the end of the source
+    for event in held:
+        _count_event(event, summary, calls, results)
+    pending.extend(held if transcript is not None else [])
     if transcript is not None and pending:
         _commit(transcript, pending, summary)
     summary.workspace, summary.session_id = mapper.workspace_hint or "", mapper.session_hint or ""
@@ -159,9 +207,9 @@ def _count_event(event: dict, summary: ImportSummary, calls: Counter, results: C
     if event["type"] == TYPE_SOURCE_RECORD:
         summary.kept_as_evidence[event["source_type"]] += 1
     elif event["type"] == TYPE_FUNCTION_CALL:
-        calls[event["callId"]] += 1
+        calls[key_of(event["callId"], "call")] += 1  # compact keys: the pairing grows with the session
     elif event["type"] == TYPE_FUNCTION_CALL_RESULT:
-        results[event["callId"]] += 1
+        results[key_of(event["callId"], "call")] += 1
 
 
 def _commit(transcript: DurableTranscript, events: list, summary: ImportSummary) -> None:

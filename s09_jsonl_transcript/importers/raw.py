@@ -16,11 +16,12 @@ from pathlib import Path
 
 from .. import i18n
 from .common import parse_line, source_lines
-from .detect import EMPTY, ENVELOPE, LESSON, UNKNOWN, detect_format
+from .detect import CODEX_HISTORY, DAMAGED, EMPTY, ENVELOPE, JSON_DOCUMENT, LESSON, UNKNOWN, detect_format
 
 tr = i18n.translator("raw_report")
 
-NAMES = {"claude-code": "Claude Code", "codex": "Codex CLI", "seed-002": "seed 002", "workbuddy": "WorkBuddy"}
+NAMES = {"claude-code": "Claude Code", "codex": "Codex CLI", "seed-002": "seed 002", "workbuddy": "WorkBuddy",
+         CODEX_HISTORY: "Codex CLI prompt history"}
 IDS_WITHOUT_ORDER = ("seed-002", "workbuddy")  # records with a uuid, but no link to the one before
 AGENT_CLIS = ("claude-code", "codex")  # documented (by the community) to append without fsync
 
@@ -50,7 +51,7 @@ def inspect_raw(path) -> dict:
         report["last_line_unterminated"] = not line.terminated
         if isinstance(record, dict):
             report["by_type"][str(record.get("type"))] += 1
-            report["envelope_lines"] += bool(record.keys() & ENVELOPE)
+            report["envelope_lines"] += record.keys() >= ENVELOPE
             tree.add(record)
     report["by_type"] = dict(sorted(report["by_type"].items()))
     report["tree"] = tree.summary() if tree.nodes else None
@@ -97,6 +98,10 @@ def format_name(source_format: str) -> str:
     """The human name of a detected format."""
     if source_format in NAMES:
         return NAMES[source_format]
+    if source_format == JSON_DOCUMENT:
+        return tr("one JSON document")
+    if source_format == DAMAGED:
+        return tr("damaged lines")
     return tr("an unknown format") if source_format == UNKNOWN else source_format
 
 
@@ -109,11 +114,20 @@ def format_raw_inspection(report: dict) -> str:
         tr("lines:         {lines} ({types})", lines=report["lines"], types=types),
         tr("envelope:      none: no schema_version, sequence, session_id or event_id, so no line says "
            "where it belongs; the lesson's reader refuses the first line"),
-        tr("complete:      ") + _completeness(report),
+        tr("complete:      ") + (_json_document_line(report) if report["format"] == JSON_DOCUMENT
+                                   else _completeness(report)),
         _crash_line(report["format"]),
     ]
     lines.extend(_order_lines(report, has_ids=report["format"] in IDS_WITHOUT_ORDER))
-    if report["format"] == UNKNOWN:
+    if report["format"] == CODEX_HISTORY:
+        lines.append(tr("verdict:       not a session: Codex's list of the prompts typed, of every session; "
+                        "import a rollout file under ~/.codex/sessions instead"))
+    elif report["format"] == JSON_DOCUMENT:
+        lines.append(tr("verdict:       not JSONL, so no transcript and nothing to import"))
+    elif report["format"] == DAMAGED:
+        lines.append(tr("verdict:       damaged from its first record: the lesson's reader stops at line {line}",
+                        line=report["first_bad_line"]))
+    elif report["format"] == UNKNOWN:
         lines.append(tr("verdict:       not a lesson transcript, and in no format the kit can import"))
     else:
         lines.append(tr("verdict:       not a lesson transcript: import it (python -m s09_jsonl_transcript import "
@@ -131,6 +145,11 @@ def _completeness(report: dict) -> str:
     if report["last_line_unterminated"]:
         return tr("every record is whole, but the last one lost its newline")
     return tr("yes: every line ends in a newline and holds one JSON record")
+
+
+def _json_document_line(report: dict) -> str:
+    return tr("no: the file is one JSON document written over {lines} lines (pretty-printed), not JSONL, which "
+              "holds one whole record per line; its lines are not damaged records", lines=report["lines"])
 
 
 def _crash_line(source_format: str) -> str:
@@ -171,8 +190,14 @@ def foreign_format_message(path) -> str | None:
     For any reader of the kit that meets a file before reading it as a transcript.
     """
     found = detect_format(path)
-    if found in (LESSON, EMPTY):
-        return None
+    if found in (LESSON, EMPTY, DAMAGED):
+        return None  # a damaged file is the reader's to refuse: it names the line
+    if found == CODEX_HISTORY:
+        return tr("{name} is Codex CLI's prompt history (one session_id, ts and text per prompt typed), not a "
+                  "session and not a transcript: it cannot be replayed or imported", name=Path(path).name)
+    if found == JSON_DOCUMENT:
+        return tr("{name} is one JSON document written over several lines, not JSONL: not a transcript",
+                  name=Path(path).name)
     return tr("{name} is a {format} file, not a transcript in the lesson's format (its lines have no envelope): "
               "import it first (python -m s09_jsonl_transcript import {name} --root ROOT)",
               name=Path(path).name, format=format_name(found))

@@ -56,6 +56,10 @@ class Mapper:
             return EVIDENCE, [{**evidence(record, str(record.get("type"))), "source": provenance}]
         return MAPPED, [{**event, "source": provenance}]
 
+    def finish(self) -> list[dict]:
+        """Events held back until the end of the source: none (the file's order is the format's order)."""
+        return []
+
 
 def _event(record: dict) -> dict | None:
     """The lesson event for one line, or None when the lesson has no type for it."""

@@ -60,6 +60,10 @@ class Mapper:
         kept = {name: value for name, value in record.items() if name not in MOVED_TO_PROVENANCE and name != "source"}
         return MAPPED, [{**kept, "source": provenance}]
 
+    def finish(self) -> list[dict]:
+        """Events held back until the end of the source: none (the file's order is the format's order)."""
+        return []
+
 
 def _replayable(record: dict) -> bool:
     kind = record.get("type")
