@@ -7,7 +7,8 @@
     release --bundle DIR                    a student-only folder: notebooks in both languages, selfcheck/, README
     accept [exNN_name ...]                  mark the translated sections of exercises/zh/text/ done
     refresh [--source DIR]                  re-run the instructor sources and save their outputs
-    grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder
+    grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder; the reports
+          [--roster FILE] [--reports DIR]   folder's tables (class.csv, gradebook.csv) cover every report in it
           [--format json|gradescope] [--sandbox auto|required|off] [--seed N]
     benchmark [--copies 30]                 time the grading of a folder of reference solutions
 
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from . import sandbox
 from .benchmark import run_benchmark
+from .gradebook import describe_submission, read_roster
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
 from .release import (
     accept_text,
@@ -39,12 +41,14 @@ from .release import (
 from .reports import (
     FINAL_GRADES,
     FORMATS,
+    GRADEBOOK,
     ProgressBar,
     format_class,
     format_report,
-    write_class_csv,
-    write_final_grades,
+    known_reports,
+    tables_in,
     write_reports,
+    write_tables,
 )
 from .source import SourceError, default_source_folder, load_sources
 from .words import ERROR_LABEL, REPORT, WARNING, both, labelled
@@ -85,7 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                        help="a submitted notebook, or a folder searched for notebooks")
     grade.add_argument("--source", type=Path, help=source_help)
-    grade.add_argument("--exercise", help="grade every notebook as this exercise (e.g. ex01); others score 0")
+    grade.add_argument("--exercise", help="grade every notebook as this exercise (e.g. ex01); a notebook of another "
+                       "exercise scores 0. Without it, each notebook's exercise comes from its metadata, its file "
+                       "name (ex01_...) or its folder (ex01/alice.ipynb)")
+    grade.add_argument("--roster", type=Path, help=f"students, one a line (a CSV's first column): {GRADEBOOK} gets a "
+                       "row for each, marked missing where nothing was submitted")
     grade.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,
                        help=f"folder for the JSON reports and the class CSV (default: {DEFAULT_REPORTS})")
     grade.add_argument("--format", choices=FORMATS, default="json",
@@ -200,21 +208,37 @@ def _grade(arguments) -> int:
         if batch:
             progress.update(done, report["submission"])
 
+    roster = _roster(arguments.roster)
     reports = grade_many(submissions, sources, exercise=arguments.exercise, options=options,
                          jobs=arguments.jobs, on_graded=show_progress)
-    written = write_reports(reports, arguments.reports, arguments.format)
-    if arguments.format == "gradescope":
-        table = write_final_grades(reports, arguments.reports / FINAL_GRADES)
-    elif batch:
-        table = write_class_csv(reports, arguments.reports / "class.csv")
+    for report, (path, _) in zip(reports, submissions):
+        describe_submission(report, path, sources)
+    regrade = tables_in(arguments.reports)
+    known = known_reports(arguments.reports, reports)  # a regraded submission keeps its label and report file
+    written = write_reports(reports, arguments.reports, arguments.format, known)
+    if batch or regrade or roster is not None or arguments.format == "gradescope":
+        tables = write_tables(arguments.reports, arguments.format, sources, roster)
     if batch:
         print(format_class(reports))
-        print("\n" + both(f"reports in {arguments.reports}; class CSV: {table}",
-                          f"报告在 {arguments.reports}；全班的 CSV：{table}"))
+        listed = ", ".join(map(str, tables))
+        print("\n" + both(f"reports in {arguments.reports}; tables of every report there: {listed}",
+                          f"报告在 {arguments.reports}；那里全部报告的汇总表：{listed}"))
     else:
         print(format_report(reports[0]))
         print(labelled(REPORT, str(written[-1])))
+        if regrade or roster is not None:
+            print(both(f"tables of every report in {arguments.reports} rewritten",
+                       f"{arguments.reports} 里全部报告的汇总表已重写"))
     return 1 if any(report["status"] == ERROR for report in reports) else 0
+
+
+def _roster(path) -> list | None:
+    if path is None:
+        return None
+    try:
+        return read_roster(path)
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(both(f"cannot read the roster {path}: {error}", f"读不了名单 {path}：{error}")) from None
 
 
 def _benchmark(arguments) -> int:
