@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from test_grading_support import ROOT, SOURCES, student_path, write_notebook
 
+from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.grading.assemble import exercise_of
 from s09_jsonl_transcript.grading.cli import main
 from s09_jsonl_transcript.grading.gradebook import (
@@ -175,3 +176,32 @@ def test_run_autograder_grades_with_the_seed_s09_seed_pins(tmp_path):
     assert results["extra_data"]["seed"] == 424242
     assert results["score"] == SOURCES["ex04"].max_score
     assert results["extra_data"]["modified"]
+
+
+@pytest.fixture
+def english_afterwards():
+    yield
+    i18n.use("en")
+
+
+@pytest.mark.parametrize("argv, environment", [(["--lang", "zh", "grade", "--help"], {}),
+                                               (["grade", "--help"], {"LC_ALL": "zh_CN.UTF-8"})])
+def test_the_graders_help_is_in_chinese_under_lang_zh_or_a_chinese_locale(argv, environment, monkeypatch, capsys,
+                                                                          english_afterwards):
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    printed = capsys.readouterr().out
+    assert stopped.value.code == 0
+    assert printed.startswith("用法：") and "给笔记本评分" in printed and "gradebook.csv 为每人一行" in printed
+
+
+def test_the_graders_help_stays_english_otherwise(monkeypatch, capsys, english_afterwards):
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    with pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    printed = capsys.readouterr().out
+    assert printed.startswith("usage:") and "--roster" in printed and "用法" not in printed
