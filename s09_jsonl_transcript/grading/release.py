@@ -73,7 +73,7 @@ Save the notebook, then:
 
     .venv/bin/python -m s09_jsonl_transcript.grading grade ex01_last_turn_replay.ipynb --source selfcheck
 
-It runs the visible checks in a fresh kernel, as the grader does, and prints a score out of their
+It runs your answers in a fresh kernel against the visible checks and prints a score out of their
 points. That score is advice, not your grade: the course's grader also runs hidden checks on other
 inputs, which this folder does not hold. The folder selfcheck/ holds the visible checks' expected
 outputs; leave it as it is.
@@ -97,7 +97,7 @@ outputs; leave it as it is.
 
     .venv/bin/python -m s09_jsonl_transcript.grading grade zh/ex01_last_turn_replay.ipynb --source selfcheck
 
-它像评分程序一样在一个新内核里运行可见检查，给出这些检查的得分。这个分数只是参考，不是你的成绩：课程的
+它在一个新内核里用可见检查检验你的答案，给出这些检查的得分。这个分数只是参考，不是你的成绩：课程的
 评分程序还会用别的输入运行隐藏检查，而这个文件夹里没有隐藏检查。selfcheck/ 文件夹存放可见检查的预期
 输出，两种语言共用；请不要改动它。
 """
