@@ -1,8 +1,9 @@
 """The class's tables: what each report says about its submission, and the gradebook across exercises.
 
-`gradebook.csv` has one row per student and one column per exercise, then the total and the
-points possible. The students are the roster's (a file given with --roster), in its order, then
-anyone who submitted without being on it; without a roster, whoever the submissions' names say.
+`gradebook.csv` has one row per student and one column per exercise graded into the folder, then
+the total and the points possible (of those exercises). The students are the roster's (a file
+given with --roster), in its order, then anyone who submitted without being on it; without a
+roster, whoever the submissions' names say.
 A cell holds the score, "missing" when the student submitted nothing for that exercise, or
 "not attempted" when every answer cell still holds the released stub (scored 0).
 
@@ -100,7 +101,7 @@ def read_roster(path) -> list:
 
 def gradebook_rows(reports: list, sources: dict, roster: list | None = None) -> list:
     """The gradebook as rows: a header, then one row per student (see the module's docstring)."""
-    exercises = sorted(sources)
+    exercises = sorted({report.get("exercise") for report in reports} & set(sources)) or sorted(sources)
     stems = [source.path.stem for source in sources.values()]
     chosen = {}  # (student, exercise) -> report; the last modified wins
     for report in reports:
