@@ -59,7 +59,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(tr("{message} (see --help)", message=message))
 
 
-class _Formatter(argparse.HelpFormatter):
+class HelpFormatter(argparse.HelpFormatter):
     """argparse's help, with its own words (usage, the section titles) in the language in use."""
 
     def add_usage(self, usage, actions, groups, prefix=None):
@@ -295,7 +295,7 @@ def language_of(argv) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser, its help in the language in use."""
     def parser_with_help(factory, **options):
-        made = factory(formatter_class=_Formatter, add_help=False, **options)
+        made = factory(formatter_class=HelpFormatter, add_help=False, **options)
         made.add_argument("-h", "--help", action="help", help=tr("show this help and exit"))
         return made
 

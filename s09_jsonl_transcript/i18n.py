@@ -13,6 +13,7 @@ Chinese entry and that no entry is left over.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import warnings
@@ -31,7 +32,7 @@ def use(language: str) -> None:
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {LANGUAGES}, not {language!r}")
     _state["language"] = language
-    if language == "zh":
+    if language == "zh" and importlib.util.find_spec("matplotlib") is not None:  # the lesson needs no matplotlib
         use_cjk_font()
 
 

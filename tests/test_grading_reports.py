@@ -71,7 +71,7 @@ def test_a_class_in_gradescope_format(tmp_path):
     reports = tmp_path / "reports"
     assert main(["grade", str(folder), "--reports", str(reports), "--format", "gradescope", "--jobs", "2"]) == 0
     assert sorted(path.relative_to(reports).as_posix() for path in reports.rglob("*") if path.is_file()) == [
-        "ann/ex01_last_turn_replay.json", "bob/ex04_tail_reader.json", "final_grades.csv"]
+        "ann/ex01_last_turn_replay.json", "bob/ex04_tail_reader.json", "final_grades.csv", "gradebook.csv"]
     plain = grade_folder(folder, tmp_path / "plain")  # the same class in the default format, for comparison
     for label in plain:
         results = json.loads((reports / label).with_suffix(".json").read_text(encoding="utf-8"))

@@ -125,14 +125,18 @@ def _kind_of(path: Path) -> tuple | None:
 
 
 def exercise_of(notebook: dict, path) -> str | None:
-    """Which exercise the notebook says it is: its s09 metadata, else its file name (exNN_...)."""
+    """Which exercise the notebook says it is: its s09 metadata, else its file name (exNN_...), else the
+    name of the folder it sits in (ex01/alice.ipynb)."""
     metadata = notebook.get("metadata")
     info = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     named = info.get("exercise") if isinstance(info, dict) else None
     if isinstance(named, str) and EXERCISE_NAME.match(named):
         return named
-    match = _EXERCISE_PREFIX.match(Path(path).name)
-    return match.group(1) if match else None
+    for name in (Path(path).name, Path(path).parent.name):
+        match = _EXERCISE_PREFIX.match(name)
+        if match:
+            return match.group(1)
+    return None
 
 
 def _cell_source(cell: dict, name: str) -> str:

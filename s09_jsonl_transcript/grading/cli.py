@@ -7,7 +7,8 @@
     release --bundle DIR                    a student-only folder: notebooks in both languages, selfcheck/, README
     accept [exNN_name ...]                  mark the translated sections of exercises/zh/text/ done
     refresh [--source DIR]                  re-run the instructor sources and save their outputs
-    grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder
+    grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder; the reports
+          [--roster FILE] [--reports DIR]   folder's tables (class.csv, gradebook.csv) cover every report in it
           [--format json|gradescope] [--sandbox auto|required|off] [--seed N]
     benchmark [--copies 30]                 time the grading of a folder of reference solutions
 
@@ -23,8 +24,11 @@ import json
 import sys
 from pathlib import Path
 
+from .. import i18n
+from ..cli import HelpFormatter, language_of
 from . import sandbox
 from .benchmark import run_benchmark
+from .gradebook import describe_submission, read_roster
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
 from .release import (
     accept_text,
@@ -39,17 +43,20 @@ from .release import (
 from .reports import (
     FINAL_GRADES,
     FORMATS,
+    GRADEBOOK,
     ProgressBar,
     format_class,
     format_report,
-    write_class_csv,
-    write_final_grades,
+    known_reports,
+    tables_in,
     write_reports,
+    write_tables,
 )
 from .source import SourceError, default_source_folder, load_sources
 from .words import ERROR_LABEL, REPORT, WARNING, both, labelled
 
 DEFAULT_REPORTS = Path("artifacts") / "grading"
+tr = i18n.translator("grading_cli")
 
 
 class UsageError(Exception):
@@ -58,61 +65,81 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        raise UsageError(f"{message} (see --help)")
+        raise UsageError(tr("{message} (see --help)", message=message))
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m s09_jsonl_transcript.grading",
-                     description="Release and grade the s09 exercises.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    source_help = "folder of instructor (or selfcheck) notebooks; default: the checkout's exercises/instructor"
+    """The grader's parser, its help in the language in use (--lang, or the locale's)."""
+    def parser_with_help(factory, **options):
+        made = factory(formatter_class=HelpFormatter, add_help=False, **options)
+        made.add_argument("-h", "--help", action="help", help=tr("show this help and exit"))
+        made.add_argument("--lang", choices=i18n.LANGUAGES, default=argparse.SUPPRESS,
+                          help=tr("the language of this help (default: zh when the locale is Chinese, else en); "
+                                  "what students read is always in both"))
+        return made
 
-    release_command = commands.add_parser("release", help="write the student notebooks from the instructor sources")
+    parser = parser_with_help(_Parser, prog="python -m s09_jsonl_transcript.grading",
+                              description=tr("Release and grade the s09 exercises."))
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{release,accept,refresh,grade,benchmark}")
+
+    def command(name, text):
+        return parser_with_help(lambda **options: commands.add_parser(name, help=text, **options), description=text)
+
+    source_help = tr("folder of instructor (or selfcheck) notebooks; default: the checkout's exercises/instructor")
+    release_command = command("release", tr("write the student notebooks from the instructor sources"))
     release_command.add_argument("--source", type=Path, help=source_help)
-    release_command.add_argument("--out", type=Path, help="where to write them; default: the folder above --source")
-    release_command.add_argument("--check", action="store_true", help="only compare: exit 1 if --out differs")
-    release_command.add_argument("--bundle", type=Path, help="write a student-only bundle to this folder instead")
+    release_command.add_argument("--out", type=Path, help=tr("where to write them; default: the folder above --source"))
+    release_command.add_argument("--check", action="store_true", help=tr("only compare: exit 1 if --out differs"))
+    release_command.add_argument("--bundle", type=Path, help=tr("write a student-only bundle to this folder instead"))
 
-    accept_command = commands.add_parser("accept", help="mark the translated sections of exercises/zh/text done")
+    accept_command = command("accept", tr("mark the translated sections of exercises/zh/text done"))
     accept_command.add_argument("names", nargs="*",
-                                help="exercise notebooks (default: all), e.g. ex01_last_turn_replay")
+                                help=tr("exercise notebooks (default: all), e.g. ex01_last_turn_replay"))
     accept_command.add_argument("--source", type=Path, help=source_help)
 
-    refresh_command = commands.add_parser("refresh", help="re-run the instructor sources and save their outputs")
+    refresh_command = command("refresh", tr("re-run the instructor sources and save their outputs"))
     refresh_command.add_argument("--source", type=Path, help=source_help)
 
-    grade = commands.add_parser("grade", help="grade notebooks (files, or folders searched recursively)")
+    grade = command("grade", tr("grade notebooks (files, or folders searched recursively)"))
     grade.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                       help="a submitted notebook, or a folder searched for notebooks")
+                       help=tr("a submitted notebook, or a folder searched for notebooks"))
     grade.add_argument("--source", type=Path, help=source_help)
-    grade.add_argument("--exercise", help="grade every notebook as this exercise (e.g. ex01); others score 0")
+    grade.add_argument("--exercise", help=tr("grade every notebook as this exercise (e.g. ex01); a notebook of another "
+                                             "exercise scores 0. Without it, each notebook's exercise comes from its "
+                                             "metadata, its file name (ex01_...) or its folder (ex01/alice.ipynb)"))
+    grade.add_argument("--roster", type=Path,
+                       help=tr("students, one a line (a CSV's first column): {gradebook} gets a row for each, marked "
+                               "missing where nothing was submitted", gradebook=GRADEBOOK))
     grade.add_argument("--reports", type=Path, default=DEFAULT_REPORTS,
-                       help=f"folder for the JSON reports and the class CSV (default: {DEFAULT_REPORTS})")
+                       help=tr("folder for the JSON reports and the tables of every report in it (default: {folder})",
+                               folder=DEFAULT_REPORTS))
     grade.add_argument("--format", choices=FORMATS, default="json",
-                       help="json: a report per submission and class.csv (default); gradescope: Gradescope "
-                            f"autograder results (results.json for one submission) and {FINAL_GRADES}")
+                       help=tr("json: a report per submission, class.csv and {gradebook} (default); gradescope: "
+                               "Gradescope autograder results (results.json for one submission) and {final}",
+                               gradebook=GRADEBOOK, final=FINAL_GRADES))
     _add_run_options(grade)
 
-    benchmark = commands.add_parser("benchmark", help="time grading a folder of reference solutions")
+    benchmark = command("benchmark", tr("time grading a folder of reference solutions"))
     benchmark.add_argument("--source", type=Path, help=source_help)
-    benchmark.add_argument("--copies", type=int, default=30, help="how many submissions (default 30)")
+    benchmark.add_argument("--copies", type=int, default=30, help=tr("how many submissions (default 30)"))
     _add_run_options(benchmark)
     return parser
 
 
 def _add_run_options(command) -> None:
     command.add_argument("--jobs", type=int, default=None,
-                         help=f"submissions graded at once (default: the cores available, here {available_cores()})")
+                         help=tr("submissions graded at once (default: the cores available, here {cores})",
+                                 cores=available_cores()))
     command.add_argument("--cell-timeout", type=float, default=GradingOptions.cell_timeout,
-                         help="seconds a cell may run (default %(default)g)")
+                         help=tr("seconds a cell may run (default %(default)g)"))
     command.add_argument("--timeout", type=float, default=GradingOptions.total_timeout,
-                         help="seconds a whole notebook may run (default %(default)g)")
+                         help=tr("seconds a whole notebook may run (default %(default)g)"))
     command.add_argument("--sandbox", choices=sandbox.MODES, default=sandbox.AUTO,
-                         help="run each grading under bubblewrap: auto (when it works here, the default), "
-                              "required (refuse to grade without it), off")
+                         help=tr("run each grading under bubblewrap: auto (when it works here, the default), "
+                                 "required (refuse to grade without it), off"))
     command.add_argument("--seed", type=int, default=None,
-                         help="the seed hidden checks draw their inputs from (default: a new one for this run; "
-                              "every report names it, so a run can be reproduced)")
+                         help=tr("the seed hidden checks draw their inputs from (default: a new one for this run; "
+                                 "every report names it, so a run can be reproduced)"))
 
 
 def _source_folder(arguments) -> Path:
@@ -200,21 +227,37 @@ def _grade(arguments) -> int:
         if batch:
             progress.update(done, report["submission"])
 
+    roster = _roster(arguments.roster)
     reports = grade_many(submissions, sources, exercise=arguments.exercise, options=options,
                          jobs=arguments.jobs, on_graded=show_progress)
-    written = write_reports(reports, arguments.reports, arguments.format)
-    if arguments.format == "gradescope":
-        table = write_final_grades(reports, arguments.reports / FINAL_GRADES)
-    elif batch:
-        table = write_class_csv(reports, arguments.reports / "class.csv")
+    for report, (path, _) in zip(reports, submissions):
+        describe_submission(report, path, sources)
+    regrade = tables_in(arguments.reports)
+    known = known_reports(arguments.reports, reports)  # a regraded submission keeps its label and report file
+    written = write_reports(reports, arguments.reports, arguments.format, known)
+    if batch or regrade or roster is not None or arguments.format == "gradescope":
+        tables = write_tables(arguments.reports, arguments.format, sources, roster)
     if batch:
         print(format_class(reports))
-        print("\n" + both(f"reports in {arguments.reports}; class CSV: {table}",
-                          f"报告在 {arguments.reports}；全班的 CSV：{table}"))
+        listed = ", ".join(map(str, tables))
+        print("\n" + both(f"reports in {arguments.reports}; tables of every report there: {listed}",
+                          f"报告在 {arguments.reports}；那里全部报告的汇总表：{listed}"))
     else:
         print(format_report(reports[0]))
         print(labelled(REPORT, str(written[-1])))
+        if regrade or roster is not None:
+            print(both(f"tables of every report in {arguments.reports} rewritten",
+                       f"{arguments.reports} 里全部报告的汇总表已重写"))
     return 1 if any(report["status"] == ERROR for report in reports) else 0
+
+
+def _roster(path) -> list | None:
+    if path is None:
+        return None
+    try:
+        return read_roster(path)
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(both(f"cannot read the roster {path}: {error}", f"读不了名单 {path}：{error}")) from None
 
 
 def _benchmark(arguments) -> int:
@@ -232,6 +275,8 @@ def _benchmark(arguments) -> int:
 
 def main(argv=None) -> int:
     """Run one command; return the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    i18n.use(language_of(argv))
     try:
         arguments = _parser().parse_args(argv)
         command = {"release": _release, "accept": _accept, "refresh": _refresh, "grade": _grade,

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -48,25 +50,78 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 BUNDLE_README = """\
 # s09 exercises · s09 练习
 
-Work in the exercise notebooks (exNN_*.ipynb; in Chinese: zh/exNN_*.ipynb): write your code in
-the cells under "Your answer" and run the notebook; every check prints one "passed" line or
-explains what went wrong.
+## Install, once · 安装（只需一次）
 
-Self-check (the visible checks only, graded the way the grader does it):
+Python 3.11 or newer. In this folder, one command makes an environment in `.venv` and installs the
+kit with what the notebooks and the self-check need:
 
-    python -m s09_jsonl_transcript.grading grade ex01_last_turn_replay.ipynb --source selfcheck
+    python3 -m venv .venv && .venv/bin/pip install "./{wheel}[notebooks,grader]"
 
-The folder selfcheck/ holds the checks' expected outputs; leave it as it is.
+Every command below runs the environment's Python, `.venv/bin/python`, as written (on Windows:
+`.venv\\Scripts\\python`); or enter it once with `source .venv/bin/activate` and type `python`.
 
-中文练习在 zh/ 文件夹里（文件名和英文版相同）。在"你的答案"下面的单元里写代码，然后从头到尾运行
-笔记本；每个检查要么打印一行"通过"，要么说明哪里出了错。
+## Work · 做练习
 
-自检（只跑可见检查，评分方式和评分程序完全一样）：
+    .venv/bin/jupyter lab
 
-    python -m s09_jsonl_transcript.grading grade zh/ex01_last_turn_replay.ipynb --source selfcheck
+Work in the exercise notebooks (exNN_*.ipynb): write your code in the cells under "Your answer"
+and run the notebook top to bottom; every check prints one "passed" line or says what went wrong.
 
-selfcheck/ 文件夹存放检查的预期输出，两种语言共用；请不要改动它。
+## Self-check · 自检
+
+Save the notebook, then:
+
+    .venv/bin/python -m s09_jsonl_transcript.grading grade ex01_last_turn_replay.ipynb --source selfcheck
+
+It runs your answers in a fresh kernel against the visible checks and prints a score out of their
+points. That score is advice, not your grade: the course's grader also runs hidden checks on other
+inputs, which this folder does not hold. The folder selfcheck/ holds the visible checks' expected
+outputs; leave it as it is.
+
+---
+
+中文练习在 zh/ 文件夹里（文件名和英文版相同）。
+
+安装（只需一次）：需要 Python 3.11 或更新的版本。在这个文件夹里，下面一条命令在 `.venv` 里建好环境，
+并装上本套件以及笔记本和自检所需的一切：
+
+    python3 -m venv .venv && .venv/bin/pip install "./{wheel}[notebooks,grader]"
+
+下面的命令都照原样用环境里的 Python，`.venv/bin/python`（Windows 上是 `.venv\\Scripts\\python`）；也可以先用
+`source .venv/bin/activate` 进入环境，然后直接输入 `python`。
+
+做练习：运行 `.venv/bin/jupyter lab`，在"你的答案"下面的单元里写代码，然后从头到尾运行笔记本；每个检查
+要么打印一行"通过"，要么说明哪里出了错。
+
+自检：先保存笔记本，然后运行
+
+    .venv/bin/python -m s09_jsonl_transcript.grading grade zh/ex01_last_turn_replay.ipynb --source selfcheck
+
+它在一个新内核里用可见检查检验你的答案，给出这些检查的得分。这个分数只是参考，不是你的成绩：课程的
+评分程序还会用别的输入运行隐藏检查，而这个文件夹里没有隐藏检查。selfcheck/ 文件夹存放可见检查的预期
+输出，两种语言共用；请不要改动它。
 """
+
+
+def kit_checkout() -> Path | None:
+    """The checkout this package runs from (the folder holding its pyproject.toml), or None."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "s09_jsonl_transcript").is_dir() else None
+
+
+def build_kit_wheel(folder) -> Path:
+    """Build the kit's wheel (no solutions: they live in exercises/, outside the package) into folder."""
+    root = kit_checkout()
+    if root is None:
+        raise SourceError("release --bundle builds the kit's wheel for students: run it from the kit's checkout")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(folder),
+                           str(root)], capture_output=True, text=True)
+    built = sorted(folder.glob("s09_jsonl_transcript-*.whl"))
+    if done.returncode != 0 or not built:
+        raise SourceError(f"pip could not build the kit's wheel: {done.stderr.strip()[-600:]}")
+    return built[-1]
 
 
 def stub_solutions(code: str, where: str = "answer cell") -> str:
@@ -233,10 +288,14 @@ def release(source_folder, out_folder, *, text_folder=None, extract: bool | None
     return written
 
 
-def write_bundle(source_folder, bundle_folder) -> list:
-    """Write a student-only bundle: the student notebooks in both languages, selfcheck/ copies and a README."""
+def write_bundle(source_folder, bundle_folder, *, with_kit: bool = True) -> list:
+    """Write a student-only bundle: the student notebooks in both languages, selfcheck/ copies, the kit's
+    wheel (with_kit) and a README saying how to install and self-check."""
     bundle_folder = Path(bundle_folder)
     written = release(source_folder, bundle_folder)
+    wheel = build_kit_wheel(bundle_folder) if with_kit else None
+    if wheel:
+        written.append(wheel)
     selfcheck = bundle_folder / SELFCHECK_FOLDER
     selfcheck.mkdir(exist_ok=True)
     for source in load_sources(source_folder).values():
@@ -244,7 +303,8 @@ def write_bundle(source_folder, bundle_folder) -> list:
         path.write_text(notebook_json(selfcheck_notebook(source)), encoding="utf-8")
         written.append(path)
     readme = bundle_folder / "README.md"
-    readme.write_text(BUNDLE_README, encoding="utf-8")
+    wheel_name = wheel.name if wheel else "s09_jsonl_transcript-<version>-py3-none-any.whl"
+    readme.write_text(BUNDLE_README.format(wheel=wheel_name), encoding="utf-8")
     return written + [readme]
 
 

@@ -30,7 +30,10 @@ GRADESCOPE_RESULTS = "results.json"
 FINAL_GRADES = "final_grades.csv"
 _UNSAFE = re.compile(r"[^\w.-]")  # a label's path parts keep letters, digits and _.-; anything else becomes "_"
 _PART_BYTES = 150  # of UTF-8 in a file name part, well below the 255 of common file systems
-RESERVED_NAMES = ("class.csv", "final_grades.csv", GRADESCOPE_RESULTS)  # what the reports folder holds besides
+CLASS_CSV = "class.csv"
+GRADEBOOK = "gradebook.csv"
+TABLES = (CLASS_CSV, FINAL_GRADES, GRADEBOOK)
+RESERVED_NAMES = (*TABLES, GRADESCOPE_RESULTS)  # what the reports folder holds besides the reports
 
 
 def _safe_parts(label: str) -> tuple:
@@ -78,14 +81,16 @@ def report_names(labels: list) -> list:
     return names
 
 
-def write_reports(reports: list, folder, format: str = "json") -> list:
+def write_reports(reports: list, folder, format: str = "json", known: dict | None = None) -> list:
     """Write every report of a batch under folder, each to its own file; return the paths.
 
     In the gradescope format each file holds Gradescope's results shape, and a single report is
-    also written to results.json.
+    also written to results.json. known maps a label to the report file (relative to folder) an
+    earlier run wrote for that submission: a regrade overwrites it rather than add a second one.
     """
     paths = []
     names = report_names([report["submission"] for report in reports])
+    names = [Path((known or {}).get(report["submission"], name)) for report, name in zip(reports, names)]
     for number, (report, name) in enumerate(zip(reports, names), start=1):
         content = gradescope_results(report) if format == "gradescope" else report
         try:
@@ -127,9 +132,76 @@ def gradescope_results(report: dict) -> dict:
                    "visibility": "visible" if check["visibility"] == "visible" else "after_published",
                    "output": check["feedback"], "output_format": "text"}
                   for check in report["checks"]],
-        "extra_data": {key: report.get(key)
-                       for key in ("submission", "exercise", "status", "reason", "source", "seed")},
+        "extra_data": {key: report.get(key) for key in _EXTRA_KEYS},
     }
+
+
+_EXTRA_KEYS = ("submission", "exercise", "status", "reason", "source", "seed", "path", "modified", "attempted")
+
+
+def report_from_file(content) -> dict | None:
+    """A report as written in either format, back in the report's own shape (None: not a report).
+
+    From the gradescope shape only what the tables need comes back: the checks' names and scores.
+    """
+    if not isinstance(content, dict):
+        return None
+    if isinstance(content.get("submission"), str) and isinstance(content.get("checks"), list):
+        return content
+    extra, tests = content.get("extra_data"), content.get("tests")
+    if not (isinstance(extra, dict) and isinstance(extra.get("submission"), str) and isinstance(tests, list)):
+        return None
+    checks = [{"name": test["name"], "score": test["score"], "max_score": test["max_score"]} for test in tests]
+    return {**{key: extra.get(key) for key in _EXTRA_KEYS}, "score": content.get("score", 0),
+            "max_score": sum(check["max_score"] for check in checks), "checks": checks}
+
+
+def read_folder(folder) -> dict:
+    """Every report in a reports folder: report file (relative, POSIX) -> report, in file order."""
+    folder, found = Path(folder), {}
+    for path in sorted(folder.rglob("*.json")) if folder.is_dir() else ():
+        name = path.relative_to(folder).as_posix()
+        if name in RESERVED_NAMES:
+            continue
+        try:
+            report = report_from_file(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+        if report is not None:
+            found[name] = report
+    return found
+
+
+def known_reports(folder, reports: list) -> dict:
+    """For each report of this batch whose submission (same file) already has a report in folder:
+    its earlier label -> that report's file. The batch's reports take their earlier labels."""
+    by_path = {report.get("path"): (name, report["submission"]) for name, report in read_folder(folder).items()
+               if report.get("path")}
+    known = {}
+    for report in reports:
+        if report.get("path") in by_path:
+            name, label = by_path[report["path"]]
+            report["submission"], known[label] = label, name
+    return known
+
+
+def write_tables(folder, format: str, sources: dict, roster: list | None = None) -> list:
+    """Rewrite the folder's tables from every report it holds, so that a regrade leaves none stale.
+
+    class.csv (json format) or final_grades.csv (gradescope), and gradebook.csv; returns their paths.
+    """
+    from .gradebook import write_gradebook
+
+    folder = Path(folder)
+    reports = sorted(read_folder(folder).values(), key=lambda report: report["submission"])
+    table = (write_final_grades(reports, folder / FINAL_GRADES) if format == "gradescope"
+             else write_class_csv(reports, folder / CLASS_CSV))
+    return [table, write_gradebook(reports, sources, folder / GRADEBOOK, roster)]
+
+
+def tables_in(folder) -> bool:
+    """True when the folder already holds a class table (an earlier batch was graded into it)."""
+    return any((Path(folder) / name).is_file() for name in TABLES)
 
 
 def write_final_grades(reports: list, path) -> Path:
@@ -219,7 +291,7 @@ def format_class(reports: list) -> str:
     lines = [f"{submission:<{width}}  {exercise}  {score}"]
     for report in reports:
         reason = report["reason"]
-        note = f"  [{labelled(status_label(report['status']), _one_line(_terminal(reason)))}]" if reason else ""
+        note = f"  [{labelled(status_label(report['status']), _one_line(_terminal(reason), None))}]" if reason else ""
         lines.append(f"{_terminal(report['submission']):<{width}}  {report['exercise'] or '-':<{len(exercise)}}  "
                      f"{report['score']:>3}/{report['max_score']:<3}{note}")
     return "\n".join(lines)
@@ -242,9 +314,10 @@ def _padded(text: str, width: int) -> str:
 FEEDBACK_WIDTH = 600  # a check's feedback holds both languages: keep the Chinese half on the screen too
 
 
-def _one_line(text: str, limit: int = 200) -> str:
+def _one_line(text: str, limit: int | None = 200) -> str:
+    """text on one line; cut to limit characters (None: never cut)."""
     text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
 class ProgressBar:

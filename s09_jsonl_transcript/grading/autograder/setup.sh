@@ -7,4 +7,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get install -y -q python3-venv bubblewrap
 cd /autograder/source
 python3 -m venv .venv
-.venv/bin/pip install -q -r requirements.txt
+.venv/bin/pip install -q -e ".[grader]"  # the grader alone: no notebooks, browser or lint tools
