@@ -41,12 +41,19 @@ append and to put what was committed into each subscriber's own queue; no subscr
 under it. A subscriber given on_event is called on its own delivery thread (named
 "s09-subscriber-N"), one item at a time and in order; a slow or failing callback delays or ends
 only its own subscription. Without on_event, the consumer pulls with poll() or get(). A
-subscriber's queue holds at most max_queued live items (the drop-and-resync rule): when it is
+subscriber's queue holds at most max_queued items, always (the drop-and-resync rule): when it is
 full, live items are dropped, and once the consumer has drained the queue the missing committed
-events are read back from the file before live delivery goes on. Committed events are never
+events are read back from the file, a page of at most max_queued at a time, before live delivery
+goes on; a replay from an old cursor is paged the same way. Committed events are never
 lost that way; dropped deltas are (they are ephemeral: the committed final part has the text).
 A watchdog thread (start_watchdog / stop_watchdog, owned by whoever owns the log) records the
 limits that pass without anyone polling; check_timeouts() does one round of it by hand.
+
+Rules a real user meets (docs/production.md says why): a log keeps its writer from open to
+close, and the for_session cache never takes it away; the log's own control records
+(CONTROL_TYPES) are written only by their helpers; fork and rewind cut only between commits, and
+a rewind never reopens a turn; a deleted or archived session refuses reads and commits
+(SessionGoneError); every public method refuses bad input with LiveInputError before it writes.
 """
 
 from __future__ import annotations
@@ -343,9 +350,10 @@ class Subscription:
 
     delivered_upto is the sequence of the last committed event handed to the consumer;
     next_sequence (one more) is where to reconnect: log.subscribe(from_sequence=s.next_sequence)
-    misses nothing and repeats nothing. The queue holds at most max_queued live items: past
-    that, live items are dropped and, once the queue is drained, the committed events missed are
-    read back from the file (resyncs counts how often; deltas_dropped the deltas lost meanwhile).
+    misses nothing and repeats nothing. The queue holds at most max_queued items: past that,
+    live items are dropped and, once the queue is drained, the committed events missed are read
+    back from the file a page at a time (resyncs counts how often; deltas_dropped the deltas lost
+    meanwhile). The first replay is paged the same way.
     """
 
     def __init__(self, log: SessionEventLog, first: int, on_event: Callable | None, number: int,
