@@ -108,6 +108,7 @@ CACHE_LIMIT = 256  # SessionEventLog.for_session keeps at most this many logs al
 DEFAULT_MAX_QUEUED = 1000  # live items a subscriber's queue holds before the drop-and-resync rule applies
 CLIENT_HIDDEN_TYPES = frozenset({TYPE_HANDOFF})  # committed with a sequence, never delivered or replayed
 BLOCK = 64 * 1024  # bytes read at a time when counting lines to page a subscriber's gap
+DELIVERY_WAIT = 120.0  # seconds Subscription.wait_delivered waits by default: long enough for a loaded machine
 DEFAULT_WATCHDOG_INTERVAL = 1.0  # seconds between two rounds of the timeout watchdog
 ARCHIVE_FOLDER = "archive"  # archive_expired moves expired sessions' files here, inside their project folder
 # Records only the log's own helpers write: rewind, migrate_to, fork, open_stream. A plain commit refuses them.
@@ -538,8 +539,11 @@ class Subscription:
         with self._cond:
             return len(self._queue)
 
-    def wait_delivered(self, timeout: float = 10.0) -> bool:
-        """Wait until every item queued so far was handed to on_event (callback mode); False on timeout."""
+    def wait_delivered(self, timeout: float | None = DELIVERY_WAIT) -> bool:
+        """Wait until every item queued so far was handed to on_event (callback mode); False on timeout.
+
+        The default deadline is long (DELIVERY_WAIT): only a stuck callback reaches it, never a loaded machine.
+        """
         _check_seconds("timeout", timeout, optional=True)
         with self._cond:
             return self._cond.wait_for(
