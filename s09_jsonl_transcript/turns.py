@@ -224,7 +224,8 @@ DEPARTURES = (
      "why": "the log cannot know which resources its owner holds"},
     {"topic": "archive",
      "design": "expired sessions are archived into sessions/",
-     "kit": "archive_expired moves them into <project>/archive/, never rewriting them",
+     "kit": "archive_expired moves them into <project>/archive/, never rewriting them; a later life of a reused "
+            "session id goes to archive/life-2/, life-3/, ..., never replacing an earlier one",
      "why": "a folder of its own cannot be mistaken for the live transcripts"},
     {"topic": "permission checks",
      "design": "permission check events, a subtype of tool_use",
@@ -259,7 +260,8 @@ DEPARTURES = (
      "design": "a subscriber never blocks commit; a surface that needs order and back-pressure queues in its own "
                "bounded egress",
      "kit": "each subscription has a bounded queue (max_queued) and its own thread; when it is full live items are "
-            "dropped, and the committed ones missed are read back from the file once the queue is drained",
+            "dropped, and the committed ones missed are read back from the file once the queue is drained; the "
+            "replay and every resync page the gap from the file, at most max_queued events at a time",
      "why": "commit must never wait for a slow client, and the file already holds what was dropped"},
     {"topic": "cross-process lease",
      "design": "a SessionLease gives one writer across processes; per-file queues serialise writes within one",
@@ -280,8 +282,11 @@ DEPARTURES = (
      "why": "one runtime, and a teaching root of a few sessions"},
     {"topic": "rewind rewrites",
      "design": "a rewind may rewrite the file; the read model rebuilds from the materialized events",
-     "kit": "rewind only appends a marker; every projection materializes the markers first; no byte is rewritten",
-     "why": "append-only is the lesson: an undo is one more event"},
+     "kit": "rewind only appends a marker; every projection materializes the markers first; no byte is rewritten; "
+            "a rewind (and a fork) cuts only between commits, never inside a batch, and never to a point where a turn "
+            "was open",
+     "why": "append-only is the lesson: an undo is one more event; a rewind into an open turn would reopen it, and "
+            "the next timeout check would expire it for good"},
     {"topic": "read models of surfaces",
      "design": "the TUI and the Web fold committed events and deltas (an overlay by part_id) and reset it when "
                "the session changes",
@@ -290,8 +295,16 @@ DEPARTURES = (
     {"topic": "domain events",
      "design": "messages, tools, turns, interactions, reviews and compaction written by one domain store",
      "kit": "the lesson's six types, the turn markers and commands, and the live log's part_start, rewind, handoff, "
-            "permission_decision, session_migrated and session_forked",
+            "permission_decision, session_migrated and session_forked; a plain commit refuses the control records "
+            "(rewind, session_migrated, session_forked, part_start): only their helpers write them",
      "why": "the kit models what the lesson and the designs' mechanisms need, no more"},
+    {"topic": "shared-instance cache",
+     "design": "the SessionEventLog cache keeps at most 256 instances and evicts the least recently used without "
+               "subscribers",
+     "kit": "the cache keeps at most 256 logs that nobody else holds; it lets go of one but never closes it: a log "
+            "keeps its writer from open to close, and for_session returns it again while anyone holds it",
+     "why": "closing an evicted log's writer while its caller still holds it would let another writer end the "
+            "caller's open turn"},
     {"topic": "fork envelope",
      "design": "createExclusive writes the fork's full content",
      "kit": "the same, and a session_forked event at its end; the copied events get the new session's envelope "

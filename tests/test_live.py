@@ -21,6 +21,8 @@ from s09_jsonl_transcript.live import (
 )
 from s09_jsonl_transcript.timeouts import ManualClock
 
+LONG_WAIT = 600  # seconds: reached only when delivery is broken, never on a slow or loaded machine
+
 
 def message(n, role="user"):
     return {"type": "message", "role": role, "content": f"message {n}"}
@@ -258,7 +260,7 @@ def test_callbacks_run_on_the_subscriptions_own_thread_in_order(twenty):
     subscription = twenty.subscribe(after_sequence=10, on_event=on_event)
     for n in range(21, 31):
         twenty.commit(message(n))
-    assert subscription.wait_delivered()
+    assert subscription.wait_delivered(timeout=LONG_WAIT)
     assert sequences(got) == list(range(11, 31)) and subscription.delivered_upto == 30
     assert threads == {subscription.name} and threading.current_thread().name not in threads
     with pytest.raises(RuntimeError, match="pull mode"):
@@ -274,7 +276,7 @@ def test_a_failing_callback_ends_only_its_subscription(twenty):
 
     broken, healthy = twenty.subscribe(after_sequence=20, on_event=explode), twenty.subscribe(after_sequence=20)
     twenty.commit(message(21))
-    broken.wait_delivered()
+    assert broken.wait_delivered(timeout=LONG_WAIT)
     twenty.commit(message(22))
     assert broken.released and isinstance(broken.error, ValueError)
     assert sequences(healthy.poll()) == [21, 22]
@@ -287,9 +289,9 @@ def test_a_callback_may_commit_without_deadlocking_the_writer(log):
 
     subscription = log.subscribe(after_sequence=0, on_event=answer)
     log.commit(message(1))
-    assert subscription.wait_delivered(timeout=10)
+    assert subscription.wait_delivered(timeout=LONG_WAIT)
     log.commit(message(2))
-    assert subscription.wait_delivered(timeout=10)
+    assert subscription.wait_delivered(timeout=LONG_WAIT)
     assert [e["content"] for e in file_events(log)][:2] == ["message 1", "echo message 1"]
     assert len(file_events(log)) == 4
 
@@ -302,28 +304,43 @@ def test_close_releases_every_subscription(tmp_path):
 
 
 def test_a_subscriber_attaching_while_a_thread_appends_misses_nothing_and_repeats_nothing(tmp_path):
-    """The hand-over under concurrency: 200 attaches at random points of a stream of appends."""
+    """The hand-over under concurrency, made to happen: 200 attaches at known points of 2,000 appends.
+
+    The writer stops after every tenth commit until the main thread says it may go on. At even
+    stops the main thread attaches first and then lets the writer go (the attach sees a still
+    file); at odd stops it lets the writer go first and attaches while the appends run (the
+    replay and the live events meet in the hand-over). Every attach happens: none depends on
+    how many fit into a time window.
+    """
     log = SessionEventLog.create(tmp_path / "race.jsonl")
-    total, done = 2000, threading.Event()
+    total, every = 2000, 10
+    stopped, go_on = threading.Semaphore(0), threading.Semaphore(0)
 
     def writer():
         for n in range(1, total + 1):
             if n % 7 == 0:
                 log.emit_delta(Delta("p", "text", str(n), n))
             log.commit(message(n))
-        done.set()
+            if n % every == 0:
+                stopped.release()
+                go_on.acquire()
 
     thread = threading.Thread(target=writer)
     thread.start()
     subscriptions = []
-    while not done.is_set() and len(subscriptions) < 200:
-        cursor = log.last_sequence
-        subscriptions.append((cursor, log.subscribe(after_sequence=max(0, cursor - 3))))
+    for stop in range(1, total // every + 1):
+        assert stopped.acquire(timeout=600), "the writer never reached its next stop"
+        cursor = stop * every  # the writer stands still here until go_on
+        if stop % 2:
+            go_on.release()  # attach while the writer appends
+        subscriptions.append((cursor, log.subscribe(after_sequence=cursor - 3)))
+        if not stop % 2:
+            go_on.release()
     thread.join()
-    assert len(subscriptions) >= 20
+    assert len(subscriptions) == total // every
     for cursor, subscription in subscriptions:
         got = sequences(drain(subscription))
-        assert got == list(range(max(0, cursor - 3) + 1, total + 1)), (cursor, got[:5])
+        assert got == list(range(cursor - 3 + 1, total + 1)), (cursor, got[:5])
     log.close()
 
 
