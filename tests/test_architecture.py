@@ -127,8 +127,8 @@ def test_code_py_imports_nothing_from_the_kit():
 
 
 # Modules that start processes for other reasons: the grader runs pytest (under bubblewrap), the
-# benchmark measures memory in a fresh interpreter. Neither runs a transcript writer to kill it.
-# Processes that run no transcript writer: the grader's kernels and sandbox, the bench's peers, the bundle's `pip wheel`.
+# benchmark measures memory in a fresh interpreter, the handout builds the kit's wheel with pip.
+# None runs a transcript writer to kill it.
 NOT_WRITER_SPAWNERS = {"grading/runner.py", "grading/sandbox.py", "grading/release.py", "bench.py"}
 
 
