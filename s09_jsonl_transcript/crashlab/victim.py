@@ -46,7 +46,6 @@ from pathlib import Path
 from ..code import SCHEMA_VERSION, JSONLTranscript, encode_line, event_id_for, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
 from ..live import CommitRefused, SessionEventLog
-from .powerloss import lesson_os_calls_to
 from .workload import ALL_MODES, LESSON_MODES, part_id_of, stream_pieces, workload_event
 
 MAX_EVENTS = 5000  # a victim nobody kills stops here rather than fill the disk
@@ -139,8 +138,7 @@ def run(path: str, mode: str, seed: int, integrity: bool, hold: int = 0) -> None
         return _rewind(log) if mode == "rewind" else _fork(log)
     rng = random.Random(seed)
     if mode in LESSON_MODES:
-        with lesson_os_calls_to(file_io):  # the lesson's class has no seam: its os calls are routed
-            return run_lesson(path, mode, rng)
+        return run_lesson(path, mode, rng, file_io)
     transcript = DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io)
     if mode == "stream":
         return _stream(SessionEventLog(transcript))
@@ -239,10 +237,12 @@ def _tear_one_write(transcript: DurableTranscript, file_io: TearingFileIO, rng: 
     return transcript.replay_state(1).next_sequence
 
 
-def run_lesson(path: str, mode: str, rng: random.Random) -> None:
-    """Append workload events one at a time with the lesson's JSONLTranscript until MAX_EVENTS or a kill."""
+def run_lesson(path: str, mode: str, rng: random.Random, file_io: OsFileIO) -> None:
+    """Append workload events one at a time with the lesson's JSONLTranscript until MAX_EVENTS or a kill;
+    the writer's I/O calls go through file_io (the lesson's seam, as the lab's)."""
     clock = ticking_clock()
     transcript = JSONLTranscript(path, clock=clock)
+    transcript.file_io = file_io
     _acknowledge(["ready"])
     n = 1
     while n <= MAX_EVENTS:
@@ -250,6 +250,7 @@ def run_lesson(path: str, mode: str, rng: random.Random) -> None:
             transcript.close()
             n = _leave_a_torn_record(path, n, clock(), rng)
             transcript = JSONLTranscript(path, clock=clock)  # a fresh writer: it must repair first
+            transcript.file_io = file_io
         transcript.append(workload_event(n))
         _acknowledge([n])
         n += 1
