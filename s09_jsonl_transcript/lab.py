@@ -29,7 +29,6 @@ from typing import Callable, Iterable, Iterator
 
 from .code import (
     BUG_FIX_SCRIPT,
-    ENCODER,
     ENVELOPE_FIELDS,
     NOT_JSON,
     SCHEMA_VERSION,
@@ -49,6 +48,7 @@ from .code import (
     parse_line,
     ticking_clock,
 )
+from .fast import encode_record, fast_recover
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers refuse a longer line
 BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
@@ -119,6 +119,8 @@ class DurableTranscript(JSONLTranscript):
     so read-check-append can be one step: with t.lock: t.acquire_writer(), read, append).
     """
 
+    fast_paths = True  # False: recover() always takes the careful path (the differential test compares them)
+
     def __init__(self, filepath, *, clock=None, integrity: bool = False,
                  max_record_bytes: int = MAX_RECORD_BYTES, file_io: OsFileIO | None = None):
         super().__init__(filepath, clock=clock)
@@ -127,6 +129,7 @@ class DurableTranscript(JSONLTranscript):
         self.max_record_bytes = max_record_bytes
         self._io = file_io or OsFileIO()
         self._last_line = b""  # the last record written: the next record's chain anchor
+        self._file_end = 0  # the file's length while this instance is its writer
         self._closer = None
 
     @classmethod
@@ -197,10 +200,7 @@ class DurableTranscript(JSONLTranscript):
         """Each record as one line of UTF-8 JSON (newline included), sealed when integrity is on."""
         lines, previous = [], self._last_line
         for record in records:
-            try:
-                line = ENCODER.encode(record).encode("utf-8")
-            except UnicodeEncodeError:
-                raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
+            line = encode_record(record)
             if self.integrity:
                 line = seal(previous, line)
             if len(line) + 1 > self.max_record_bytes:
@@ -236,6 +236,7 @@ class DurableTranscript(JSONLTranscript):
             self._io.close(fd)
             raise
         self._fd, self._writer_pid = fd, os.getpid()
+        self._file_end = os.fstat(fd).st_size  # from here on only this writer grows the file (the lock)
         self._next_sequence, self._last_line = tail.last_sequence + 1, tail.last_line
         self._closer = weakref.finalize(self, self._io.close, fd)  # a forgotten writer still unlocks
 
@@ -246,18 +247,19 @@ class DurableTranscript(JSONLTranscript):
 
     def _write_durably(self, data: bytes) -> None:
         """One write of all of data, then fsync. A write that fails or falls short is cut off again."""
-        end_before = os.fstat(self._fd).st_size
+        end_before = self._file_end  # known without an fstat: this writer holds the single-writer lock
         try:
             self._write_all(self._fd, data)
         except OSError:  # the write failed or fell short: cut off what it left, so a retry cannot duplicate
-            try:
-                self._io.truncate(self._fd, end_before)
+            try:  # never longer than the file is now: a cut must not grow a file someone else shortened
+                self._io.truncate(self._fd, min(end_before, os.fstat(self._fd).st_size))
             finally:
                 self._drop_writer()
             raise
         except BaseException:  # a staged crash: leave the bytes, as a dying process would
             self._drop_writer()  # fail closed: the next append re-reads the tail and repairs
             raise
+        self._file_end = end_before + len(data)
 
     def _write_all(self, fd: int, data: bytes) -> None:
         written = self._io.write(fd, data)
@@ -327,6 +329,10 @@ class DurableTranscript(JSONLTranscript):
     def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
         """Validate the whole file and rebuild everything a replacement runtime needs, in flat memory."""
         last_items([], max_items)
+        if self._fast_path_reads():
+            summary = fast_recover(self.path, self.session_id, max_items, self.max_record_bytes)
+            if summary is not None:  # None: something unusual, which the careful path below decides
+                return summary
         window, scanned = deque(maxlen=min(max_items, sys.maxsize)), ScanResult()
         # _rebuild folds the stream once; only the window's events stay in memory
         state = self._rebuild(self._streamed(window, scanned), window, 0, False)
@@ -335,6 +341,13 @@ class DurableTranscript(JSONLTranscript):
         summary = dict(vars(state))
         summary["message_count"] = len(state.messages)
         return summary
+
+    def _fast_path_reads(self) -> bool:
+        """Whether recover() may try fast.fast_recover: on, no chain asked for, and the checks and fold
+        it copies are the lesson's own (a subclass that changes them gets the careful path)."""
+        cls = type(self)
+        return (self.fast_paths and not self.integrity and cls._finding is JSONLTranscript._finding
+                and cls._rebuild is JSONLTranscript._rebuild and cls._lines_of is DurableTranscript._lines_of)
 
     def _streamed(self, window: deque, scanned: ScanResult) -> Iterator[dict]:
         """Every committed record in order, each also put in window (which keeps only the last ones)."""
