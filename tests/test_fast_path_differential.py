@@ -22,7 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s09_jsonl_transcript import fast
-from s09_jsonl_transcript.code import REQUIRED_STRINGS, TranscriptCorruptionError, event_id_for, ticking_clock
+from s09_jsonl_transcript.code import (
+    ENCODER,
+    REQUIRED_STRINGS,
+    TranscriptCorruptionError,
+    TranscriptValidationError,
+    event_id_for,
+    ticking_clock,
+)
 from s09_jsonl_transcript.lab import DurableTranscript
 
 AVAILABLE = [name for name in fast.DECODERS if name == "stdlib" or fast.msgspec is not None]
@@ -362,3 +369,36 @@ def test_a_fast_path_that_decodes_higher_on_the_stack_is_caught(decoder):
         for depth in range(limit - 2, limit + 12):
             found += disagreements(encoded(TWISTS["none"](1)[:-1] + f',"x":{nested(depth)}}}') + b"\n", decoder)
     assert found
+
+
+# --------------------------------------------------------------------------- the write path's encoders
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63, max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=12)
+
+
+@decoders
+@checks
+@given(payload=st.dictionaries(st.text(max_size=8), json_values, max_size=5))
+def test_each_encoder_writes_the_lessons_bytes(decoder, payload):
+    record = {"schema_version": 1, "sequence": 1, **payload}
+    try:
+        expected = ENCODER.encode(record).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in st.text()
+        with pytest.raises(TranscriptValidationError, match="lone surrogates"):
+            fast.encode_record(record, decoder)
+        return
+    assert fast.encode_record(record, decoder) == expected
+
+
+@decoders
+def test_an_integer_past_the_digit_limit_fails_as_the_lesson_fails(decoder):
+    record = {"n": 7 * 10**4301}
+    with pytest.raises(ValueError) as lesson:
+        ENCODER.encode(record)
+    with pytest.raises(ValueError) as ours:
+        fast.encode_record(record, decoder)
+    assert type(ours.value) is type(lesson.value) and str(ours.value) == str(lesson.value)
