@@ -17,7 +17,6 @@ overrides an earlier one, and the decoder keeps the later one, as the careful pa
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections import deque
 from json.encoder import c_make_encoder, encode_basestring
@@ -223,10 +222,14 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
 _C_ENCODE = c_make_encoder(None, ENCODER.default, encode_basestring, None, ENCODER.key_separator,
                            ENCODER.item_separator, False, False, False)
 _MSGSPEC_ENCODE = msgspec.json.Encoder().encode if msgspec is not None else None
-# msgspec writes an exponent as 1e16 and 1e-7 where Python writes 1e+16 and 1e-07, and its
-# integer limit is tied to Python's: lines that may hold either are encoded by the stdlib, so
-# both encoders write the same bytes.
-_MAY_HOLD_AN_EXPONENT = re.compile(rb"[0-9][eE]")
+# msgspec writes an exponent as 1e16 and 1e-7 where Python writes 1e+16 and 1e-07: a line where
+# a digit meets an "e" (both write a lowercase e) is encoded by the stdlib, so both write the same
+# bytes. (Every digit made "0" first, then one find: a regular expression costs ten times more.)
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _may_hold_an_exponent(line: bytes) -> bool:
+    return b"0e" in line.translate(_DIGITS_AS_ZERO)
 
 
 def encode_record(record: dict, decoder: str | None = None) -> bytes:
@@ -240,7 +243,7 @@ def encode_record(record: dict, decoder: str | None = None) -> bytes:
             line = _MSGSPEC_ENCODE(record)
         except (UnicodeEncodeError, ValueError, TypeError, OverflowError):
             line = None  # the stdlib below raises what the careful path raises
-        if line is not None and not _MAY_HOLD_AN_EXPONENT.search(line):
+        if line is not None and not _may_hold_an_exponent(line):
             return line
     try:
         return "".join(_C_ENCODE(record, 0)).encode("utf-8")
