@@ -157,7 +157,15 @@ class DurableTranscript(JSONLTranscript):
 
     def append(self, event: dict) -> dict:
         """Durably append one event and return the record written. The caller's dict is not changed."""
-        return self._append_all([event])[0]
+        payload = self._checked(event)  # refuse before a byte is written
+        with self.lock:
+            self._open_writer()
+            sequence = self._next_sequence
+            record = {**self._envelope(sequence), **payload}
+            line = self._encoded_line(record, self._last_line)
+            self._write_durably(line + b"\n")
+            self._next_sequence, self._last_line = sequence + 1, line
+        return record
 
     def append_batch(self, events: Iterable[dict]) -> list[dict]:
         """Durably append several events with one write and one fsync (group commit).
@@ -200,15 +208,19 @@ class DurableTranscript(JSONLTranscript):
         """Each record as one line of UTF-8 JSON (newline included), sealed when integrity is on."""
         lines, previous = [], self._last_line
         for record in records:
-            line = encode_record(record)
-            if self.integrity:
-                line = seal(previous, line)
-            if len(line) + 1 > self.max_record_bytes:
-                raise TranscriptValidationError(f"record is {len(line) + 1} bytes; "
-                                                f"the limit is {self.max_record_bytes}")
+            line = self._encoded_line(record, previous)
             lines.append(line + b"\n")
             previous = line
         return lines
+
+    def _encoded_line(self, record: dict, previous: bytes) -> bytes:
+        """One record's line without its newline, sealed to previous when integrity is on; refused if too long."""
+        line = encode_record(record)
+        if self.integrity:
+            line = seal(previous, line)
+        if len(line) + 1 > self.max_record_bytes:
+            raise TranscriptValidationError(f"record is {len(line) + 1} bytes; the limit is {self.max_record_bytes}")
+        return line
 
     def _open_writer(self, *, exclusive: bool = False) -> None:
         """Open, lock and repair once: reads only the tail (the next sequence and the chain anchor)."""
