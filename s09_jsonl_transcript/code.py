@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -46,7 +47,7 @@ MEMORY_ELIGIBLE_EVENT_TYPES = frozenset({TYPE_MESSAGE, TYPE_FILE_SNAPSHOT})
 TRANSCRIPT_SOURCE_TYPE = "transcript"
 
 # The envelope: written by append around every event, never taken from the caller.
-ENVELOPE_FIELDS = ("schema_version", "sequence", "event_id", "session_id", "recorded_at")
+ENVELOPE_FIELDS = frozenset({"schema_version", "sequence", "event_id", "session_id", "recorded_at"})
 MAX_NESTING = 100  # deeper events are refused: json.loads could not read them back
 
 
@@ -98,12 +99,77 @@ def event_to_message(event: dict) -> dict | None:
     return None
 
 
+# What the transcript's methods return: a reading of the file, the rebuilt state, a memory candidate.
+@dataclass
+class Reading:
+    """What one read of the file found: the committed events, and what its end looks like."""
+
+    events: list = field(default_factory=list)
+    partial_tail_offset: int | None = None  # where an ignored partial tail starts; the next append cuts there
+    last_line_unterminated: bool = False  # the last record is whole but lost its newline; the next append adds it
+    next_sequence: int = 1  # the sequence the next record must carry
+
+
+@dataclass(frozen=True)
+class ReplayState:
+    """What a replacement runtime needs, rebuilt from the transcript."""
+
+    messages: list
+    title: str | None
+    file_snapshots: list
+    total_events: int
+    reasoning_count: int
+    next_sequence: int
+    ignored_partial_tail: bool
+    pending_calls: list = field(default_factory=list)  # tool calls still waiting for their result
+    unknown_schema_events: int = 0  # records of a newer schema_version: kept as evidence, never mapped
+
+
+@dataclass(frozen=True)
+class TranscriptMemoryCandidate:
+    """A pointer to one durable event, proposed for long-term memory. It carries no event body."""
+
+    source_id: str
+    session_id: str
+    sequence: int
+    event_type: str
+    captured_at: str | None
+    summary: str
+    selection_reason: str
+    source_type: str = TRANSCRIPT_SOURCE_TYPE
+
+    def source_metadata(self) -> dict:
+        """The provenance a memory store keeps beside the summary."""
+        return {"source_id": self.source_id, "source_type": self.source_type,
+                "title": f"{self.session_id} event {self.sequence}", "captured_at": self.captured_at}
+
+
 # =========================================================================== 2. append: one line, one write, fsync
+
+
+class FileIO:
+    """The writer's I/O calls, each the os call of its name (fsync_dir: fsync_folder). Every change a writer
+    makes to the disk goes through one of them, so the lab records its crash tests through a subclass."""
+
+    def open(self, path, flags: int, mode: int) -> int:
+        return os.open(path, flags, mode)
+    def write(self, fd: int, data: bytes) -> int:
+        return os.write(fd, data)
+    def fsync(self, fd: int) -> None:
+        os.fsync(fd)
+    def truncate(self, fd: int, length: int) -> None:
+        os.ftruncate(fd, length)
+    def fsync_dir(self, folder) -> None:
+        fsync_folder(Path(folder))
+    def close(self, fd: int) -> None:
+        os.close(fd)
 
 
 class JSONLTranscript:
     """One session's append-only transcript. Threads may share one instance (appends take turns on
     `lock`); across instances and processes one writer holds the file, others get TranscriptLockedError."""
+
+    open_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # O_APPEND: every write lands at the end
 
     def __init__(self, filepath, *, clock=None):
         self.path = Path(filepath).absolute()  # the same file even if the process changes directory
@@ -111,8 +177,9 @@ class JSONLTranscript:
         self.session_id = self.path.stem  # the file's name is the session id
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.lock = threading.Lock()
-        self._fd = self._writer_pid = None  # the writer's descriptor (opened by the first append), and whose it is
-        self._next_sequence = None  # read from the file once, when the writer opens
+        self.file_io = FileIO()  # the writer's I/O calls (the lab passes its own)
+        self.next_sequence = None  # the sequence the next append writes: read once, when the writer opens
+        self._fd = self._writer_pid = self._closer = None  # the writer's descriptor, whose it is, its closer
 
     @classmethod
     def for_session(cls, root, workspace: str, session_id: str, **options):
@@ -124,13 +191,14 @@ class JSONLTranscript:
         """Durably append one event and return the record written. The caller's dict is not changed."""
         payload = checked_event(event)  # refuse before a byte is written
         with self.lock:
-            self._open_writer()
-            record = {**self._envelope(self._next_sequence), **payload}
-            self._write_durably(encode_line(record))
-            self._next_sequence += 1
+            self.open_writer()
+            record = {**self.envelope(self.next_sequence), **payload}
+            self.write_durably(encode_line(record))
+            self.next_sequence += 1
         return record
 
-    def _envelope(self, sequence: int) -> dict:
+    def envelope(self, sequence: int) -> dict:
+        """The envelope of the record at sequence, stamped now by the clock (which must be aware)."""
         now = self.clock()
         if now.tzinfo is None:
             raise TranscriptValidationError("the clock must return an aware datetime")
@@ -138,8 +206,9 @@ class JSONLTranscript:
                 "event_id": event_id_for(self.session_id, sequence), "session_id": self.session_id,
                 "recorded_at": now.astimezone(timezone.utc).isoformat()}
 
-    def _open_writer(self) -> None:
-        """Open the file for appending, take the single-writer lock, and learn the next sequence."""
+    def open_writer(self) -> None:
+        """Become the writer, as the first append does (hold `lock`): open the file for appending, take the
+        single-writer lock, repair the end of the file, and learn next_sequence. TranscriptLockedError if taken."""
         if self._fd is not None and self._writer_pid == os.getpid():
             return
         if self._fd is not None:  # inherited through os.fork(): the parent still writes through it
@@ -147,37 +216,43 @@ class JSONLTranscript:
         new_file = not self.path.exists()
         if new_file:
             make_folders(self.path.parent)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        fd = self.file_io.open(self.path, self.open_flags, 0o600)
         try:
             lock_for_writing(fd, self.path)
             if new_file:
-                fsync_folder(self.path.parent)  # the new name is durable only once its folder is
-            reading = self._read()  # once: after this, appends never read the file
-            if reading.partial_tail_offset is not None:
-                os.ftruncate(fd, reading.partial_tail_offset)  # never acknowledged: cut it off
-                os.fsync(fd)
-            elif reading.last_line_unterminated:
-                os.write(fd, b"\n")  # a complete record lost only its newline: finish it, keep it
-                os.fsync(fd)
+                self.file_io.fsync_dir(self.path.parent)  # the new name is durable only once its folder is
+            end = self.read_for_writer()  # once: after this, appends never read the file
+            if end.partial_tail_offset is not None:
+                self.file_io.truncate(fd, end.partial_tail_offset)  # never acknowledged: cut it off
+                self.file_io.fsync(fd)
+            elif end.last_line_unterminated:
+                self.file_io.write(fd, b"\n")  # a complete record lost only its newline: finish it, keep it
+                self.file_io.fsync(fd)
         except BaseException:
-            os.close(fd)
+            self.file_io.close(fd)
             raise
-        self._fd, self._writer_pid = fd, os.getpid()
-        self._next_sequence = len(reading.events) + 1
+        self._fd, self._writer_pid, self.next_sequence = fd, os.getpid(), end.next_sequence
+        self._closer = weakref.finalize(self, self.file_io.close, fd)  # a dropped transcript still unlocks
 
-    def _write_durably(self, line: bytes) -> None:
-        """The durable write: the whole line in one os.write on the O_APPEND descriptor, then fsync.
-        A write that fails or falls short is cut off again: a retry writes the event once, never twice."""
+    def read_for_writer(self) -> Reading:
+        """What a new writer must know of the file: its next_sequence, a partial tail, a lost newline."""
+        return self._read()  # every line: the lab reads only the tail
+
+    def write_durably(self, data: bytes) -> None:
+        """The durable write (hold `lock`): all of data in one os.write on the O_APPEND descriptor, then
+        fsync. A write that fails or falls short is cut off again: a retry writes the event once, never twice."""
         end_before = os.fstat(self._fd).st_size
         try:
-            written = os.write(self._fd, line)
-            if written != len(line):
-                raise OSError(errno.ENOSPC, f"the disk is full: only {written} of {len(line)} bytes "
-                                            f"of the record reached {self.path.name}; it was not appended")
-            os.fsync(self._fd)
+            written = self.file_io.write(self._fd, data)  # os.write
+            if written != len(data):
+                raise OSError(errno.ENOSPC, f"the disk is full: only {written} of {len(data)} bytes "
+                                            f"reached {self.path.name}; nothing was appended")
+            self.file_io.fsync(self._fd)
         except BaseException:
-            os.ftruncate(self._fd, end_before)
-            self._drop_writer()  # fail closed: the next append reopens and re-reads the tail
+            try:
+                self.file_io.truncate(self._fd, end_before)
+            finally:
+                self._drop_writer()  # fail closed: the next append reopens and re-reads the tail
             raise
 
     def close(self) -> None:
@@ -187,8 +262,8 @@ class JSONLTranscript:
 
     def _drop_writer(self) -> None:
         if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
+            self._fd = None
+            self._closer()
 
     def __enter__(self):
         return self
@@ -202,7 +277,8 @@ class JSONLTranscript:
         """Every committed event, checked in order (a partial tail left out); damage raises."""
         return self._read().events
 
-    _read_all_events = read_events  # the name the lesson uses
+    def _read_all_events(self) -> list[dict]:  # the name the lesson uses
+        return self.read_events()
 
     def _read(self) -> Reading:
         """Check every line in order: the partial-tail rule in one loop. Split on b"\\n" only (splitlines
@@ -221,17 +297,18 @@ class JSONLTranscript:
             if not terminated and record is NOT_JSON:
                 reading.partial_tail_offset = offset  # a write that never finished: forgiven, reported
                 break
-            finding = self._finding(record, expected_sequence=len(reading.events) + 1)
-            if finding:
-                raise TranscriptCorruptionError(self.path, number, offset, finding)
+            problem = self.record_problem(record, expected_sequence=reading.next_sequence)
+            if problem:
+                raise TranscriptCorruptionError(self.path, number, offset, problem)
             reading.events.append(record)
+            reading.next_sequence += 1
             reading.last_line_unterminated = not terminated
             offset += len(raw) + 1
         return reading
 
-    def _finding(self, record, *, expected_sequence: int) -> str | None:
-        """What is wrong with a complete line's record, or None; the envelope in the order sequence,
-        session_id, event_id, schema_version. It changes nothing."""
+    def record_problem(self, record, *, expected_sequence: int) -> str | None:
+        """What is wrong with the record parsed from one complete line, or None: the envelope checked in
+        the order sequence, session_id, event_id, schema_version, then the event's shape. It changes nothing."""
         if record is NOT_JSON:
             return "invalid complete JSON record"
         if type(record) is not dict:
@@ -270,19 +347,19 @@ class JSONLTranscript:
         event and keeps the last ones; production reads backwards from the end (the lab does)."""
         reading = self._read()
         window = last_items(reading.events, max_items)
-        return self._rebuild(window, window, len(reading.events), reading.partial_tail_offset is not None)
+        return self.rebuild(window, window, len(reading.events), reading.partial_tail_offset is not None)
 
     def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
         """Check the whole file and rebuild what a replacement runtime needs; metadata from every event."""
         reading = self._read()
         window = last_items(reading.events, max_items)
-        state = self._rebuild(reading.events, window, len(reading.events), reading.partial_tail_offset is not None)
-        summary = dict(vars(state))
-        summary["message_count"] = len(state.messages)
-        return summary
+        state = self.rebuild(reading.events, window, len(reading.events), reading.partial_tail_offset is not None)
+        return {**vars(state), "message_count": len(state.messages)}
 
-    def _rebuild(self, history, window: list, total_events: int, partial_tail: bool) -> ReplayState:
-        """Fold events into a ReplayState: metadata from history (read once), messages from the window."""
+    @staticmethod
+    def rebuild(history, window: list, total_events: int, partial_tail: bool) -> ReplayState:
+        """Fold checked events into a ReplayState: metadata from history (an iterable, read once), messages
+        from the window (its last events); total_events and partial_tail say what the read found."""
         title, snapshots, reasoning, newer, open_calls = None, [], 0, 0, {}
         for event in history:
             kind = event["type"]
@@ -338,9 +415,9 @@ def checked_event(event) -> dict:
         raise TranscriptValidationError(f"an event must be a dict, not {type(event).__name__}")
     if not isinstance(event.get("type"), str) or not event["type"]:
         raise TranscriptValidationError("an event needs a non-empty string 'type'")
-    spoofed = sorted(set(ENVELOPE_FIELDS) & event.keys())
-    if spoofed:
-        raise TranscriptValidationError(f"event carries envelope fields append writes itself: {', '.join(spoofed)}")
+    if not ENVELOPE_FIELDS.isdisjoint(event):  # one set test; the message is built only for a refusal
+        spoofed = ", ".join(sorted(ENVELOPE_FIELDS & event.keys()))
+        raise TranscriptValidationError(f"event carries reserved envelope fields append writes itself: {spoofed}")
     copied = json_copy(event)
     problem = shape_problem(copied)
     if problem:
@@ -449,30 +526,6 @@ def parse_line(raw: bytes):
         return NOT_JSON
 
 
-@dataclass
-class Reading:
-    """What one read of the file found: the committed events, and what its end looks like."""
-
-    events: list = field(default_factory=list)
-    partial_tail_offset: int | None = None  # where an ignored partial tail starts; the next append cuts there
-    last_line_unterminated: bool = False  # the last record is whole but lost its newline; the next append adds it
-
-
-@dataclass(frozen=True)
-class ReplayState:
-    """What a replacement runtime needs, rebuilt from the transcript."""
-
-    messages: list
-    title: str | None
-    file_snapshots: list
-    total_events: int
-    reasoning_count: int
-    next_sequence: int
-    ignored_partial_tail: bool
-    pending_calls: list = field(default_factory=list)  # tool calls still waiting for their result
-    unknown_schema_events: int = 0  # records of a newer schema_version: kept as evidence, never mapped
-
-
 def last_items(events: list, max_items: int) -> list:
     """The last max_items events (none for 0; all of them when there are fewer)."""
     if type(max_items) is not int or max_items < 0:
@@ -493,25 +546,6 @@ def _required_text(name: str, value) -> str:
     if not isinstance(value, str) or not value.strip():
         raise MemorySelectionError(f"{name} is required (a non-blank string)")
     return value.strip()
-
-
-@dataclass(frozen=True)
-class TranscriptMemoryCandidate:
-    """A pointer to one durable event, proposed for long-term memory. It carries no event body."""
-
-    source_id: str
-    session_id: str
-    sequence: int
-    event_type: str
-    captured_at: str | None
-    summary: str
-    selection_reason: str
-    source_type: str = TRANSCRIPT_SOURCE_TYPE
-
-    def source_metadata(self) -> dict:
-        """The provenance a memory store keeps beside the summary."""
-        return {"source_id": self.source_id, "source_type": self.source_type,
-                "title": f"{self.session_id} event {self.sequence}", "captured_at": self.captured_at}
 
 
 # =========================================================================== 6. a scripted agent and the demo
@@ -575,7 +609,7 @@ def agent_child(path: str, ticking: bool) -> None:
             messages.append(event_to_message(record))
         print(json.dumps([record, transcript.count_lines()]), flush=True)
     print(json.dumps(messages), flush=True)
-    line = encode_line({**transcript._envelope(transcript._next_sequence), **llm.next_event()})
+    line = encode_line({**transcript.envelope(transcript.next_sequence), **llm.next_event()})
     os.write(transcript._fd, line[: len(line) // 2])
     os.kill(os.getpid(), signal.SIGKILL)
 

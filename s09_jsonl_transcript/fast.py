@@ -163,7 +163,7 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
             if values is None:
                 return None
             for record in values:
-                # the lesson's checks of a record (JSONLTranscript._finding), in the common case only
+                # the lesson's checks of a record (JSONLTranscript.record_problem), in the common case only
                 if type(record) is not dict:
                     return None
                 sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
@@ -180,7 +180,7 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
                 elif batch_end is not None:
                     return None
                 expected += 1
-                # the fields each type needs (the lesson's shape_problem), then its fold (JSONLTranscript._rebuild)
+                # the fields each type needs (the lesson's shape_problem), then its fold (JSONLTranscript.rebuild)
                 keep(record)
                 if kind == TYPE_MESSAGE:
                     if type(record.get("role")) is not str or "content" not in record:
@@ -222,14 +222,22 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
 _C_ENCODE = c_make_encoder(None, ENCODER.default, encode_basestring, None, ENCODER.key_separator,
                            ENCODER.item_separator, False, False, False)
 _MSGSPEC_ENCODE = msgspec.json.Encoder().encode if msgspec is not None else None
-# msgspec writes an exponent as 1e16 and 1e-7 where Python writes 1e+16 and 1e-07: a line where
-# a digit meets an "e" (both write a lowercase e) is encoded by the stdlib, so both write the same
-# bytes. (Every digit made "0" first, then one find: a regular expression costs ten times more.)
+# msgspec writes some floats otherwise than Python's repr (1e16 for 1e+16, 0.00006103515625 for
+# 6.103515625e-05): a line where a digit meets a "." or an "e" (every float has one or the other)
+# is encoded by the stdlib, so both write the same bytes, except for the digits and dots of
+# recorded_at's own value (its seconds are 29.904103). Strings such as "3.11" take the stdlib's
+# road too, which costs time, never bytes. (Every digit made "0" first, then finds and a count: a
+# regular expression costs ten times more.)
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
-def _may_hold_an_exponent(line: bytes) -> bool:
-    return b"0e" in line.translate(_DIGITS_AS_ZERO)
+def _may_hold_a_float(line: bytes, record: dict) -> bool:
+    digits_as_zero = line.translate(_DIGITS_AS_ZERO)
+    if b"0e" in digits_as_zero:
+        return True
+    stamp = record.get("recorded_at")
+    stamps_own = stamp.encode().translate(_DIGITS_AS_ZERO).count(b"0.") if type(stamp) is str else 0
+    return digits_as_zero.count(b"0.") > stamps_own
 
 
 def encode_record(record: dict, decoder: str | None = None) -> bytes:
@@ -243,7 +251,7 @@ def encode_record(record: dict, decoder: str | None = None) -> bytes:
             line = _MSGSPEC_ENCODE(record)
         except (UnicodeEncodeError, ValueError, TypeError, OverflowError):
             line = None  # the stdlib below raises what the careful path raises
-        if line is not None and not _may_hold_an_exponent(line):
+        if line is not None and not _may_hold_a_float(line, record):
             return line
     try:
         return "".join(_C_ENCODE(record, 0)).encode("utf-8")

@@ -14,14 +14,12 @@ The crash lab, benchmarks, index, live sessions, turns, importers and CLI use th
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import subprocess
 import sys
 import threading
-import weakref
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +31,7 @@ from .code import (
     NOT_JSON,
     SCHEMA_VERSION,
     SESSION_MAX_ITEMS,
+    FileIO,
     JSONLTranscript,
     MockLLM,
     ReplayState,
@@ -41,10 +40,7 @@ from .code import (
     checked_event,
     event_id_for,
     event_to_message,
-    fsync_folder,
     last_items,
-    lock_for_writing,
-    make_folders,
     parse_line,
     ticking_clock,
 )
@@ -83,30 +79,15 @@ class ScanResult:
         """True when the file ends in a partial tail that was left out."""
         return self.partial_tail_offset is not None
 
+    @property
+    def next_sequence(self) -> int:
+        """The sequence the record after the last committed one carries."""
+        return self.last_sequence + 1
+
 
 # --------------------------------------------------------------------------- the I/O seam
 
-
-class OsFileIO:
-    """Every call by which a DurableTranscript changes the disk. A seam: crash tests record through it."""
-
-    def open(self, path, flags, mode):
-        return os.open(path, flags, mode)
-
-    def write(self, fd, data):
-        return os.write(fd, data)
-
-    def fsync(self, fd):
-        os.fsync(fd)
-
-    def truncate(self, fd, length):
-        os.ftruncate(fd, length)
-
-    def fsync_dir(self, path):
-        fsync_folder(Path(path))
-
-    def close(self, fd):
-        os.close(fd)
+OsFileIO = FileIO  # the lesson's writer I/O calls: crash tests record a DurableTranscript through a subclass
 
 
 # --------------------------------------------------------------------------- the durable transcript
@@ -127,10 +108,8 @@ class DurableTranscript(JSONLTranscript):
         self.lock = threading.RLock()
         self.integrity = integrity
         self.max_record_bytes = max_record_bytes
-        self._io = file_io or OsFileIO()
+        self.file_io = file_io or OsFileIO()
         self._last_line = b""  # the last record written: the next record's chain anchor
-        self._file_end = 0  # the file's length while this instance is its writer
-        self._closer = None
 
     @classmethod
     def for_session(cls, root, workspace: str, session_id: str, *, new: bool = False, **options):
@@ -146,8 +125,12 @@ class DurableTranscript(JSONLTranscript):
         transcript already holds the writer.
         """
         transcript = cls(filepath, **options)
-        with transcript.lock:
-            transcript._open_writer(exclusive=True)
+        transcript.open_flags = JSONLTranscript.open_flags | os.O_EXCL  # the first open creates the file or fails
+        try:
+            with transcript.lock:
+                transcript.open_writer()
+        finally:
+            transcript.open_flags = JSONLTranscript.open_flags  # a later reopen finds the file it made
         return transcript
 
     def __repr__(self):
@@ -159,12 +142,12 @@ class DurableTranscript(JSONLTranscript):
         """Durably append one event and return the record written. The caller's dict is not changed."""
         payload = self._checked(event)  # refuse before a byte is written
         with self.lock:
-            self._open_writer()
-            sequence = self._next_sequence
-            record = {**self._envelope(sequence), **payload}
+            self.open_writer()
+            sequence = self.next_sequence
+            record = {**self.envelope(sequence), **payload}
             line = self._encoded_line(record, self._last_line)
-            self._write_durably(line + b"\n")
-            self._next_sequence, self._last_line = sequence + 1, line
+            self.write_durably(line + b"\n")
+            self.next_sequence, self._last_line = sequence + 1, line
         return record
 
     def append_batch(self, events: Iterable[dict]) -> list[dict]:
@@ -180,20 +163,20 @@ class DurableTranscript(JSONLTranscript):
     def acquire_writer(self) -> None:
         """Become this transcript's one writer now, as the first append would (TranscriptLockedError if taken)."""
         with self.lock:
-            self._open_writer()
+            self.open_writer()
 
     def _append_all(self, events: list) -> list[dict]:
         payloads = [self._checked(event) for event in events]  # refuse before a byte is written
         with self.lock:
-            self._open_writer()
-            first = self._next_sequence
-            envelope = self._envelope(first)  # one commit, one time for all its records
+            self.open_writer()
+            first = self.next_sequence
+            envelope = self.envelope(first)  # one commit, one time for all its records
             batch_end = {BATCH_END_FIELD: first + len(payloads) - 1} if len(payloads) > 1 else {}
             records = [{**envelope, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
                         **batch_end, **payload} for sequence, payload in enumerate(payloads, start=first)]
             lines = self._encode(records)
-            self._write_durably(b"".join(lines))
-            self._next_sequence += len(records)
+            self.write_durably(b"".join(lines))
+            self.next_sequence += len(records)
             self._last_line = lines[-1][:-1]
         return records
 
@@ -222,76 +205,20 @@ class DurableTranscript(JSONLTranscript):
             raise TranscriptValidationError(f"record is {len(line) + 1} bytes; the limit is {self.max_record_bytes}")
         return line
 
-    def _open_writer(self, *, exclusive: bool = False) -> None:
-        """Open, lock and repair once: reads only the tail (the next sequence and the chain anchor)."""
-        if self._fd is not None and self._writer_pid == os.getpid():
-            return
-        if self._fd is not None:  # inherited through os.fork(): the parent still writes through it
-            self._drop_writer()
-        new_file = exclusive or not self.path.exists()
-        if new_file:
-            make_folders(self.path.parent)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        fd = self._io.open(self.path, flags | (os.O_EXCL if exclusive else 0), 0o600)
-        try:
-            lock_for_writing(fd, self.path)
-            if new_file:
-                self._io.fsync_dir(self.path.parent)
-            tail = self.read_recent(1)
-            if tail.partial_tail_offset is not None:
-                self._io.truncate(fd, tail.partial_tail_offset)  # never acknowledged: cut it off
-                self._io.fsync(fd)
-            elif tail.last_line_unterminated:
-                self._write_all(fd, b"\n")  # a complete record lost only its newline: keep it
-            self._follow_the_chain(tail)
-        except BaseException:
-            self._io.close(fd)
-            raise
-        self._fd, self._writer_pid = fd, os.getpid()
-        self._file_end = os.fstat(fd).st_size  # from here on only this writer grows the file (the lock)
-        self._next_sequence, self._last_line = tail.last_sequence + 1, tail.last_line
-        self._closer = weakref.finalize(self, self._io.close, fd)  # a forgotten writer still unlocks
-
-    def _follow_the_chain(self, tail: ScanResult) -> None:
-        """A file that is sealed stays sealed: a writer opened without integrity follows it."""
+    def read_for_writer(self) -> ScanResult:
+        """Only the tail: the next sequence and the chain anchor. A sealed file stays sealed: a writer
+        opened without integrity follows it."""
+        tail = self.read_recent(1)
         if tail.chained:
             self.integrity = True
-
-    def _write_durably(self, data: bytes) -> None:
-        """One write of all of data, then fsync. A write that fails or falls short is cut off again."""
-        end_before = self._file_end  # known without an fstat: this writer holds the single-writer lock
-        try:
-            self._write_all(self._fd, data)
-        except OSError:  # the write failed or fell short: cut off what it left, so a retry cannot duplicate
-            try:  # never longer than the file is now: a cut must not grow a file someone else shortened
-                self._io.truncate(self._fd, min(end_before, os.fstat(self._fd).st_size))
-            finally:
-                self._drop_writer()
-            raise
-        except BaseException:  # a staged crash: leave the bytes, as a dying process would
-            self._drop_writer()  # fail closed: the next append re-reads the tail and repairs
-            raise
-        self._file_end = end_before + len(data)
-
-    def _write_all(self, fd: int, data: bytes) -> None:
-        written = self._io.write(fd, data)
-        if written != len(data):
-            raise OSError(errno.ENOSPC, f"the disk is full: only {written} of {len(data)} bytes reached "
-                                        f"{self.path.name}; nothing was appended")
-        self._io.fsync(fd)
-
-    def _drop_writer(self) -> None:
-        if self._fd is not None:
-            self._fd = None
-            self._closer()
+        self._last_line = tail.last_line
+        return tail
 
     # -- reading --------------------------------------------------------------------
 
     def read_events(self) -> list[dict]:
         """Every event in the file, validated in order; raises TranscriptCorruptionError on damage."""
         return self.scan().events
-
-    _read_all_events = read_events
 
     def scan(self, on_record: Callable[[dict], None] | None = None, *, report_damage: bool = False) -> ScanResult:
         """Read and validate the whole file once, in blocks, and say what was found.
@@ -336,7 +263,7 @@ class DurableTranscript(JSONLTranscript):
         Its cost does not grow with the transcript's length.
         """
         scanned = self.read_recent(max_items)
-        return self._rebuild(scanned.events, scanned.events, scanned.last_sequence, scanned.ignored_partial_tail)
+        return self.rebuild(scanned.events, scanned.events, scanned.last_sequence, scanned.ignored_partial_tail)
 
     def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
         """Validate the whole file and rebuild everything a replacement runtime needs, in flat memory."""
@@ -346,8 +273,8 @@ class DurableTranscript(JSONLTranscript):
             if summary is not None:  # None: something unusual, which the careful path below decides
                 return summary
         window, scanned = deque(maxlen=min(max_items, sys.maxsize)), ScanResult()
-        # _rebuild folds the stream once; only the window's events stay in memory
-        state = self._rebuild(self._streamed(window, scanned), window, 0, False)
+        # rebuild folds the stream once; only the window's events stay in memory
+        state = self.rebuild(self._streamed(window, scanned), window, 0, False)
         state = replace(state, total_events=scanned.last_sequence, next_sequence=scanned.last_sequence + 1,
                         ignored_partial_tail=scanned.ignored_partial_tail)
         summary = dict(vars(state))
@@ -358,8 +285,8 @@ class DurableTranscript(JSONLTranscript):
         """Whether recover() may try fast.fast_recover: on, no chain asked for, and the checks and fold
         it copies are the lesson's own (a subclass that changes them gets the careful path)."""
         cls = type(self)
-        return (self.fast_paths and not self.integrity and cls._finding is JSONLTranscript._finding
-                and cls._rebuild is JSONLTranscript._rebuild and cls._lines_of is DurableTranscript._lines_of)
+        return (self.fast_paths and not self.integrity and cls.record_problem is JSONLTranscript.record_problem
+                and cls.rebuild is JSONLTranscript.rebuild and cls._lines_of is DurableTranscript._lines_of)
 
     def _streamed(self, window: deque, scanned: ScanResult) -> Iterator[dict]:
         """Every committed record in order, each also put in window (which keeps only the last ones)."""
@@ -465,7 +392,7 @@ class _RecordChecker:
     def check(self, value, raw: bytes, number, offset) -> dict:
         """Return the record on this line (value parsed from raw), or raise naming the line."""
         expected = self.expected if self.expected is not None else _first_sequence(value)
-        problem = self.transcript._finding(value, expected_sequence=expected) or self._batch_problem(value)
+        problem = self.transcript.record_problem(value, expected_sequence=expected) or self._batch_problem(value)
         if not problem and (self.chained or self.require_chain or CHAIN_FIELD in value):
             problem = self._chain_problem(value, raw)
         if problem:
@@ -646,14 +573,21 @@ class _StopMidWrite(OsFileIO):
     """File I/O whose next write, once armed, puts half its bytes on disk and then never returns."""
 
     def __init__(self, on_torn: Callable[[], None]):
-        self.armed, self.on_torn = False, on_torn
+        self.armed, self.on_torn, self.torn = False, on_torn, False
 
     def write(self, fd, data):
         if not self.armed:
             return super().write(fd, data)
         super().write(fd, data[: len(data) // 2])
+        self.torn = True
         self.on_torn()  # blocks until the process is killed, or raises to abandon the writer
         raise AssertionError("a torn write must not return")
+
+    def truncate(self, fd, length):
+        if self.torn:  # a dying process cleans nothing up: its half record stays on disk
+            self.torn = False  # a later writer's repair does
+            return
+        super().truncate(fd, length)
 
 
 def agent_child(path: str, clock: str = "real") -> None:

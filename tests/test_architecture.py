@@ -48,6 +48,55 @@ def test_the_private_name_check_can_fail(tmp_path):
     assert len(private_uses(probe)) == 2
 
 
+def lesson_private_names(path: Path = PACKAGE / "code.py") -> set[str]:
+    """Every private name the lesson defines: module names, class members, and attributes it sets on self."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return {name for name in names if _is_private(name)}
+
+
+def uses_of_lesson_privates(path: Path, private: set[str]) -> list[str]:
+    """Where a module reaches a private name of the lesson: obj._x read or set (self included), or a
+    class member of that name (an override of the lesson's private method)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in private:
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ClassDef):
+            for member in node.body:
+                targets = member.targets if isinstance(member, ast.Assign) else [member]
+                for target in targets:
+                    name = getattr(target, "name", None) or getattr(target, "id", None)
+                    if name in private:
+                        found.append(f"line {member.lineno}: {node.name}.{name} overrides the lesson's private name")
+    return found
+
+
+@pytest.mark.parametrize("path", [path for path in MODULES if path.name != "code.py" or path.parent != PACKAGE],
+                         ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_module_reaches_a_private_name_of_the_lesson(path):
+    """The lab extends code.py through its public surface (envelope, record_problem, rebuild, open_writer,
+    read_for_writer, write_durably, file_io, next_sequence), never through what the lesson keeps to itself."""
+    assert uses_of_lesson_privates(path, lesson_private_names()) == []
+
+
+def test_the_lesson_private_name_check_can_fail(tmp_path):
+    private = lesson_private_names()
+    assert {"_fd", "_drop_writer", "_read", "_closer"} <= private
+    probe = tmp_path / "probe.py"
+    probe.write_text("class T(JSONLTranscript):\n    def _drop_writer(self):\n        return self._fd\n"
+                     "    _read_all_events = None\n\nt = T('x')\nt._read()\n")
+    assert len(uses_of_lesson_privates(probe, private)) == 4
+
+
 def _is_main_guard(node) -> bool:
     return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
 

@@ -402,3 +402,24 @@ def test_an_integer_past_the_digit_limit_fails_as_the_lesson_fails(decoder):
     with pytest.raises(ValueError) as ours:
         fast.encode_record(record, decoder)
     assert type(ours.value) is type(lesson.value) and str(ours.value) == str(lesson.value)
+
+
+@decoders
+@checks
+@given(payload=st.dictionaries(st.text(max_size=8), json_values, max_size=5),
+       stamp=st.sampled_from(["2026-12-01T21:40:29.904103+00:00", "2026-01-05T09:00:00+00:00", "1.5e-05"]))
+def test_each_encoder_writes_the_lessons_bytes_beside_a_recorded_at(decoder, payload, stamp):
+    record = {"schema_version": 1, "recorded_at": stamp, **payload}
+    try:
+        expected = ENCODER.encode(record).encode("utf-8")
+    except UnicodeEncodeError:
+        return
+    assert fast.encode_record(record, decoder) == expected
+
+
+def test_msgspec_encodes_the_lines_of_a_plain_session():
+    if fast.msgspec is None:
+        pytest.skip("msgspec is not installed")
+    record = {"recorded_at": "2026-12-01T21:40:29.904103+00:00", "type": "message", "content": "calc.py"}
+    assert not fast._may_hold_a_float(fast.msgspec.json.encode(record), record)  # else msgspec never writes
+    assert fast._may_hold_a_float(fast.msgspec.json.encode({**record, "x": 6.103515625e-05}), record)

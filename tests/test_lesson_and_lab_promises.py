@@ -143,6 +143,35 @@ def test_two_instances_in_one_process_cannot_both_write(cls, tmp_path):
     second.close()
 
 
+def _open_descriptors() -> int:
+    return len(os.listdir("/dev/fd"))  # Linux and macOS
+
+
+@BOTH
+def test_a_transcript_dropped_without_close_releases_its_descriptor_and_lock(cls, tmp_path):
+    """A notebook cell `transcript = cls(path)` run again, and a loop that never closes, both write."""
+    path = tmp_path / "s.jsonl"
+    transcript = cls(path)
+    transcript.append(message("cell, first run"))
+    transcript = cls(path)  # the cell again: the first instance is dropped, not closed
+    transcript.append(message("cell, second run"))
+    del transcript
+    before = _open_descriptors()
+    for i in range(5):
+        cls(path).append(message(f"loop {i}"))
+    assert _open_descriptors() == before  # each dropped writer closed its descriptor
+    assert [e["sequence"] for e in cls(path).read_events()] == list(range(1, 8))
+
+
+@BOTH
+def test_an_event_carrying_envelope_fields_is_refused_in_the_courses_words(cls, tmp_path):
+    transcript = cls(tmp_path / "s.jsonl")
+    with pytest.raises(TranscriptValidationError, match="reserved envelope fields append writes itself: "
+                                                        "event_id, session_id"):
+        transcript.append({**message("hello"), "session_id": "other", "event_id": "transcript:other:9"})
+    assert transcript.count_lines() == 0 and not transcript.path.exists()
+
+
 @BOTH
 def test_threads_sharing_one_instance_write_every_sequence_once(cls, tmp_path):
     transcript, errors = cls(tmp_path / "s.jsonl"), []

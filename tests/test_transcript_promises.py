@@ -213,14 +213,21 @@ class CutAfter(OsFileIO):
     """File I/O whose next write, once armed, reaches the disk only up to `keep` bytes, then fails."""
 
     def __init__(self):
-        self.keep = None
+        self.keep, self.dead = None, False
 
     def write(self, fd, data):
         if self.keep is None:
             return super().write(fd, data)
         keep, self.keep = self.keep, None
         super().write(fd, data[:keep(data)])
+        self.dead = True
         raise CrashMidWrite  # the process dies here: its bytes stay on disk, the append never returns
+
+    def truncate(self, fd, length):
+        if self.dead:  # a dead process runs no cleanup: the failed append's cut-off never happens
+            self.dead = False  # the next writer's repair does
+            return
+        super().truncate(fd, length)
 
 
 def _torn_batch(path, keep, *, before=2, batch=4, integrity=False):
