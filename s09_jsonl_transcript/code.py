@@ -3,10 +3,10 @@
 One JSON event per line; every append is one write of the whole line on an O_APPEND descriptor, then
 fsync, so an event whose append returned survives a crash. A fresh process checks every line and rebuilds
 the runtime state; only an unterminated last line is forgiven, other damage raises TranscriptCorruptionError.
-Read top to bottom, in the lesson's walkthrough order: 1. event types and the envelope; 2. append;
-3. reading and the partial-tail rule; 4. replay and recover; 5. the memory gate; 6. MockLLM and the
-three-act demo (a real SIGKILL). Helpers follow the class. Standard library only.
-Run the demo: python s09_jsonl_transcript/code.py [--lang zh] [--root DIR]
+Read top to bottom, in the lesson's walkthrough order: 1. event types and the envelope; 2. append; 3. reading
+and the partial-tail rule; 4. replay and recover; 5. the memory gate; 6. MockLLM and the three-act demo (a
+real SIGKILL). Helpers follow the class. Standard library only; POSIX only: Linux and macOS (on Windows, use
+WSL). Run the demo: python s09_jsonl_transcript/code.py [--lang zh] [--root DIR]
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 # =========================================================================== 1. event types and the envelope
-
 SCHEMA_VERSION = 1  # the newest record layout this code understands
 SESSION_MAX_ITEMS = 1000  # the lesson's replay window: about 100-200 rounds of a typical session
 
@@ -53,13 +52,9 @@ MAX_NESTING = 100  # deeper events are refused: json.loads could not read them b
 
 class TranscriptCorruptionError(RuntimeError):
     """A complete line is damaged: nothing after it can be trusted, so reading stops there."""
-
     def __init__(self, path, line_number, byte_offset, reason):
         super().__init__(f"{Path(path).name}:{line_number}: {reason} (byte offset {byte_offset})")
-        self.path = Path(path)
-        self.line_number = line_number
-        self.byte_offset = byte_offset
-        self.reason = reason
+        self.path, self.line_number, self.byte_offset, self.reason = Path(path), line_number, byte_offset, reason
 
 
 class TranscriptValidationError(ValueError):
@@ -99,11 +94,9 @@ def event_to_message(event: dict) -> dict | None:
     return None
 
 
-# What the transcript's methods return: a reading of the file, the rebuilt state, a memory candidate.
 @dataclass
 class Reading:
     """What one read of the file found: the committed events, and what its end looks like."""
-
     events: list = field(default_factory=list)
     partial_tail_offset: int | None = None  # where an ignored partial tail starts; the next append cuts there
     last_line_unterminated: bool = False  # the last record is whole but lost its newline; the next append adds it
@@ -113,7 +106,6 @@ class Reading:
 @dataclass(frozen=True)
 class ReplayState:
     """What a replacement runtime needs, rebuilt from the transcript."""
-
     messages: list
     title: str | None
     file_snapshots: list
@@ -128,7 +120,6 @@ class ReplayState:
 @dataclass(frozen=True)
 class TranscriptMemoryCandidate:
     """A pointer to one durable event, proposed for long-term memory. It carries no event body."""
-
     source_id: str
     session_id: str
     sequence: int
@@ -145,30 +136,26 @@ class TranscriptMemoryCandidate:
 
 
 # =========================================================================== 2. append: one line, one write, fsync
-
-
 class FileIO:
-    """The writer's I/O calls, each the os call of its name (fsync_dir: fsync_folder). Every change a writer
-    makes to the disk goes through one of them, so the lab records its crash tests through a subclass."""
+    """The writer's I/O calls, each the os call of its name: the lab records crash tests through a subclass."""
+    def open(self, path, flags: int, mode: int) -> int: return os.open(path, flags, mode)
+    def write(self, fd: int, data: bytes) -> int: return os.write(fd, data)
+    def fsync(self, fd: int) -> None: os.fsync(fd)
+    def truncate(self, fd: int, length: int) -> None: os.ftruncate(fd, length)
+    def close(self, fd: int) -> None: os.close(fd)
 
-    def open(self, path, flags: int, mode: int) -> int:
-        return os.open(path, flags, mode)
-    def write(self, fd: int, data: bytes) -> int:
-        return os.write(fd, data)
-    def fsync(self, fd: int) -> None:
-        os.fsync(fd)
-    def truncate(self, fd: int, length: int) -> None:
-        os.ftruncate(fd, length)
     def fsync_dir(self, folder) -> None:
-        fsync_folder(Path(folder))
-    def close(self, fd: int) -> None:
-        os.close(fd)
+        """fsync a folder, so the names created in it survive a power loss."""
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 class JSONLTranscript:
     """One session's append-only transcript. Threads may share one instance (appends take turns on
     `lock`); across instances and processes one writer holds the file, others get TranscriptLockedError."""
-
     open_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # O_APPEND: every write lands at the end
 
     def __init__(self, filepath, *, clock=None):
@@ -265,14 +252,10 @@ class JSONLTranscript:
             self._fd = None
             self._closer()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
+    def __enter__(self): return self
+    def __exit__(self, *exc_info): self.close()
 
     # =========================================================================== 3. reading
-
     def read_events(self) -> list[dict]:
         """Every committed event, checked in order (a partial tail left out); damage raises."""
         return self._read().events
@@ -337,7 +320,6 @@ class JSONLTranscript:
         return self.path.read_bytes().count(b"\n") if self.path.exists() else 0
 
     # =========================================================================== 4. replay and recover
-
     def replay(self, max_items: int = SESSION_MAX_ITEMS) -> list[dict]:
         """Chat messages for the last max_items events, oldest first, ready to send to a model."""
         return self.replay_state(max_items).messages
@@ -383,7 +365,6 @@ class JSONLTranscript:
     _event_to_message = staticmethod(event_to_message)  # the name the lesson uses
 
     # =========================================================================== 5. the memory gate
-
     def select_memory_candidate(self, event_id: str, summary: str, reason: str) -> TranscriptMemoryCandidate:
         """One durable event id, a summary and a reason make a memory candidate: a pointer to the
         evidence, none of its body. Any eligible event may be chosen, in the replay window or not."""
@@ -407,8 +388,6 @@ class JSONLTranscript:
 
 
 # --------------------------------------------------------------------------- helpers, in the order the class uses them
-
-
 def checked_event(event) -> dict:
     """A private copy of an event that append may write, or raise TranscriptValidationError."""
     if not isinstance(event, dict):
@@ -479,16 +458,7 @@ def make_folders(folder: Path) -> None:
     if not folder.exists():
         make_folders(folder.parent)
         folder.mkdir(exist_ok=True)  # another process may have made it first
-        fsync_folder(folder.parent)
-
-
-def fsync_folder(folder: Path) -> None:
-    """fsync a folder, so the names created in it survive a power loss."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        FileIO().fsync_dir(folder.parent)
 
 
 def lock_for_writing(fd: int, path: Path) -> None:
@@ -549,7 +519,6 @@ def _required_text(name: str, value) -> str:
 
 
 # =========================================================================== 6. a scripted agent and the demo
-
 _CALC_BUGGY = "def add(a, b):\n    return a - b\n"
 _CALC_FIXED = "def add(a, b):\n    return a + b\n"
 BUG_FIX_SCRIPT = (
@@ -571,7 +540,6 @@ BUG_FIX_SCRIPT = (
 
 class MockLLM:
     """A deterministic scripted agent session that emits all six event types, one at a time."""
-
     def __init__(self, script=BUG_FIX_SCRIPT):
         self.script = copy.deepcopy(list(script))
         self.position = 0
@@ -602,13 +570,11 @@ def agent_child(path: str, ticking: bool) -> None:
     """The demo's agent process: print [record, lines in the file] as each append returns, then its
     messages[]; then write half of the next line and die by SIGKILL there (a staged crash point)."""
     transcript = JSONLTranscript(path, clock=ticking_clock() if ticking else None)
-    llm, messages = MockLLM(), []
+    llm, records = MockLLM(), []
     for _ in range(DEMO_KILL_AFTER):
-        record = transcript.append(llm.next_event())
-        if event_to_message(record) is not None:
-            messages.append(event_to_message(record))
-        print(json.dumps([record, transcript.count_lines()]), flush=True)
-    print(json.dumps(messages), flush=True)
+        records.append(transcript.append(llm.next_event()))
+        print(json.dumps([records[-1], transcript.count_lines()]), flush=True)
+    print(json.dumps(messages_of(records)), flush=True)  # the messages[] it holds in memory
     line = encode_line({**transcript.envelope(transcript.next_sequence), **llm.next_event()})
     os.write(transcript._fd, line[: len(line) // 2])
     os.kill(os.getpid(), signal.SIGKILL)

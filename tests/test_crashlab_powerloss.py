@@ -1,15 +1,13 @@
 """Campaign 2: every state a power cut may leave keeps what was acknowledged, and the model can see bugs.
 
-Both classes: the lab's DurableTranscript (recorded through its file_io seam) and the lesson's
-JSONLTranscript (recorded by routing the os calls code.py makes).
+Both classes: the lab's DurableTranscript and the lesson's JSONLTranscript, each recorded through the
+file_io seam they share (the lesson's FileIO).
 """
 
-import os
 import re
 
 import pytest
 
-from s09_jsonl_transcript import code
 from s09_jsonl_transcript.code import JSONLTranscript, TranscriptCorruptionError, ticking_clock
 from s09_jsonl_transcript.crashlab import cli
 from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
@@ -28,7 +26,6 @@ from s09_jsonl_transcript.crashlab.powerloss import (
     check_state,
     commit_points,
     crash_states,
-    lesson_os_calls_to,
     one_append_states,
     power_loss_campaign,
     record_workload,
@@ -176,18 +173,13 @@ def test_a_repair_that_cuts_the_tail_in_the_wrong_place_is_caught(tmp_path, subj
     assert any("lost to corruption" in finding for finding in findings), findings
 
 
-def test_the_lessons_os_calls_are_routed_only_inside_the_block(tmp_path):
+def test_the_lessons_writer_records_through_its_file_io(tmp_path):
+    """The lesson's writer makes every change to the disk through file_io, as the lab's does."""
     file_io = RecordingFileIO()
-    with lesson_os_calls_to(file_io):
-        assert code.os is not os
-        with pytest.raises(RuntimeError, match="already routed"):
-            with lesson_os_calls_to(RecordingFileIO()):
-                pass
-        with JSONLTranscript(tmp_path / "routed" / "s.jsonl") as writer:
-            writer.append(workload_event(1))
-    assert code.os is os
+    with writer_for(LESSON, tmp_path / "routed" / "s.jsonl", file_io) as writer:
+        writer.append(workload_event(1))
     assert [change.kind for change in file_io.changes] == ["create", "fsync_dir", "write", "fsync"]
-    with JSONLTranscript(tmp_path / "routed" / "s.jsonl") as writer:  # outside the block: nothing recorded
+    with JSONLTranscript(tmp_path / "routed" / "s.jsonl") as writer:  # a writer of its own: nothing recorded
         writer.append(workload_event(2))
     assert len(file_io.changes) == 4
 

@@ -4,9 +4,9 @@ import json
 import threading
 
 import pytest
+from read_counting import ReadsEverything, counted_reads
 
-import s09_jsonl_transcript.code as code_module
-from s09_jsonl_transcript import turns
+from s09_jsonl_transcript import lab, turns
 from s09_jsonl_transcript.code import TranscriptCorruptionError
 from s09_jsonl_transcript.crashlab.victim import TearingFileIO
 from s09_jsonl_transcript.lab import DurableTranscript
@@ -165,59 +165,49 @@ def test_read_from_fails_closed_when_the_file_lost_events(twenty):
         twenty.read_after(2)
 
 
-@pytest.fixture
-def counting_reads(monkeypatch):
-    """Count the bytes code.py reads from files."""
-    bytes_read, real_open = [], open
-
-    class Counting:
-        def __init__(self, *args, **kwargs):
-            self.file = real_open(*args, **kwargs)
-
-        def read(self, *args):
-            data = self.file.read(*args)
-            bytes_read.append(len(data))
-            return data
-
-        def __getattr__(self, name):
-            return getattr(self.file, name)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.file.close()
-
-    monkeypatch.setattr(code_module, "open", Counting, raising=False)
-    return bytes_read
+BLOCK = 64 * 1024
 
 
-def test_cursor_reads_read_what_they_return_plus_about_one_block(tmp_path, counting_reads):
-    path = tmp_path / "long.jsonl"
+def _long_log(path, events: int) -> None:
     with DurableTranscript(path) as transcript:
-        for first in range(0, 60_000, 1000):
+        for first in range(0, events, 1000):
             transcript.append_batch({"type": "reasoning", "content": f"n{n}"} for n in range(first, first + 1000))
-    log = SessionEventLog.open(path)
-    block = 64 * 1024
 
-    counting_reads.clear()
-    events = log.read_after(59_900)
-    assert sequences(events) == list(range(59_901, 60_001))
-    returned = sum(len(json.dumps(event)) for event in events)
-    assert sum(counting_reads) <= returned + block, (sum(counting_reads), returned)
 
-    cursor = log.page_back(30_000).cursor  # half way back
-    counting_reads.clear()
-    page = log.page_back(100, cursor)
-    assert sequences(page.events) == list(range(29_901, 30_001))
-    assert sum(counting_reads) <= sum(len(json.dumps(e)) for e in page.events) + block
-    assert path.stat().st_size > 100 * sum(counting_reads)
-
-    counting_reads.clear()
-    subscription = log.subscribe(after_sequence=59_950)
-    assert sequences(subscription.poll()) == list(range(59_951, 60_001))
-    assert sum(counting_reads) <= block
+def _cursor_read_costs(log: SessionEventLog, events: int) -> list[tuple[int, int]]:
+    """(bytes read, budget) for read_after near the end, a page half way back, and a late subscription."""
+    costs, half = [], events // 2
+    with counted_reads(lab) as reads:
+        reads.clear()
+        tail = log.read_after(events - 100)
+        assert sequences(tail) == list(range(events - 99, events + 1))
+        costs.append((reads.total, sum(len(json.dumps(event)) for event in tail) + BLOCK))
+        cursor = log.page_back(half).cursor  # half way back
+        reads.clear()
+        page = log.page_back(100, cursor)
+        assert sequences(page.events) == list(range(half - 99, half + 1))
+        costs.append((reads.total, sum(len(json.dumps(event)) for event in page.events) + BLOCK))
+        reads.clear()
+        subscription = log.subscribe(after_sequence=events - 50)
+        assert sequences(subscription.poll()) == list(range(events - 49, events + 1))
+        costs.append((reads.total, BLOCK))
     log.close()
+    return costs
+
+
+def test_cursor_reads_read_what_they_return_plus_about_one_block(tmp_path):
+    path = tmp_path / "long.jsonl"
+    _long_log(path, 60_000)
+    costs = _cursor_read_costs(SessionEventLog.open(path), 60_000)
+    assert all(read <= budget for read, budget in costs), costs
+    assert path.stat().st_size > 100 * costs[1][0]
+
+
+def test_the_cursor_budgets_refuse_a_reader_of_the_whole_file(tmp_path):
+    path = tmp_path / "long.jsonl"
+    _long_log(path, 20_000)
+    costs = _cursor_read_costs(SessionEventLog(ReadsEverything(path)), 20_000)
+    assert all(read > budget for read, budget in costs), costs
 
 
 # --------------------------------------------------------------------------- 2. subscribers

@@ -7,7 +7,9 @@ import stat
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from read_counting import ReadsEverything, counted_reads
 
+from s09_jsonl_transcript import lab
 from s09_jsonl_transcript.code import SCHEMA_VERSION, TranscriptValidationError, ticking_clock
 from s09_jsonl_transcript.lab import RESERVED_FIELDS, DurableTranscript, OsFileIO
 
@@ -214,17 +216,13 @@ def test_a_short_write_says_the_disk_is_full_and_leaves_nothing_behind(tmp_path)
     assert [e["content"] for e in transcript.read_events()] == ["hello", "hello"]
 
 
-def test_appends_after_the_first_never_read_the_file(transcript, monkeypatch):
+def test_appends_after_the_first_never_read_the_file(transcript):
     transcript.append(USER)
-
-    def no_reading(*args, **kwargs):
-        raise AssertionError("append re-read the transcript")
-
-    monkeypatch.setattr("builtins.open", no_reading)  # every reader of the kit opens the file with open()
-    for _ in range(5):
-        transcript.append(USER)
-    monkeypatch.undo()
-    assert len(transcript.read_events()) == 6
+    with counted_reads(lab) as reads:
+        for _ in range(5):
+            transcript.append(USER)
+        assert reads.opened == 0
+        assert len(transcript.read_events()) == 6  # the count sees the lab's reads: it opens here
 
 
 def _bulk_transcript(path, count):
@@ -238,41 +236,45 @@ def _bulk_transcript(path, count):
             file.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
 
 
-def test_the_first_append_to_a_200000_event_transcript_reads_only_its_tail(tmp_path, monkeypatch):
-    import s09_jsonl_transcript.code as code_module
+def _tail_read_costs(path, cls) -> tuple[int, int]:
+    """Bytes read by the first append to path, and then by replay(10), by a transcript of class cls."""
+    events = path.read_bytes().count(b"\n")
+    with counted_reads(lab) as reads:
+        transcript = cls(path)
+        assert transcript.append(USER)["sequence"] == events + 1
+        first_append = reads.total
+        reads.clear()
+        assert len(transcript.replay(10)) == 10
+        replay = reads.total
+    transcript.close()
+    return first_append, replay
 
+
+TAIL_BUDGET = 128 * 1024  # two blocks: what a tail read may read, whatever the file's length
+
+
+def test_the_first_append_to_a_200000_event_transcript_reads_only_its_tail(tmp_path):
     path = tmp_path / "big.jsonl"
     _bulk_transcript(path, 200_000)
-    bytes_read = []
-
-    class CountingFile:
-        def __init__(self, file):
-            self.file = file
-
-        def read(self, *args):
-            data = self.file.read(*args)
-            bytes_read.append(len(data))
-            return data
-
-        def readline(self, *args):
-            data = self.file.readline(*args)
-            bytes_read.append(len(data))
-            return data
-
-        def __getattr__(self, name):
-            return getattr(self.file, name)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.file.close()
-
-    monkeypatch.setattr(code_module, "open", lambda *a, **k: CountingFile(open(*a, **k)), raising=False)
-    transcript = DurableTranscript(path)
-    assert transcript.append(USER)["sequence"] == 200_001
     assert path.stat().st_size > 15_000_000
-    assert sum(bytes_read) <= 128 * 1024
-    bytes_read.clear()
-    assert len(transcript.replay(10)) == 10
-    assert sum(bytes_read) <= 128 * 1024
+    first_append, replay = _tail_read_costs(path, DurableTranscript)
+    assert first_append <= TAIL_BUDGET and replay <= TAIL_BUDGET
+
+
+def test_the_tail_budget_refuses_a_reader_of_the_whole_file(tmp_path):
+    """The test above, against a reader that reads everything (a smaller file: the budget does not grow)."""
+    path = tmp_path / "big.jsonl"
+    _bulk_transcript(path, 20_000)
+    first_append, replay = _tail_read_costs(path, ReadsEverything)
+    assert first_append > TAIL_BUDGET and replay > TAIL_BUDGET
+
+
+def test_a_read_count_in_the_wrong_module_fails_instead_of_counting_nothing(transcript):
+    """The three read-cost tests once shadowed code.open while the reads were the lab's: every budget held."""
+    from s09_jsonl_transcript import code
+
+    transcript.append(USER)
+    with pytest.raises(AssertionError, match="measured nothing"):
+        with counted_reads(code):
+            assert len(transcript.replay(10)) == 1
+    assert "open" not in vars(code) and "open" not in vars(lab)  # both modules are left as they were

@@ -4,8 +4,9 @@ import json
 import threading
 
 import pytest
+from read_counting import ReadsEverything, counted_reads
 
-import s09_jsonl_transcript.code as code_module
+from s09_jsonl_transcript import lab
 from s09_jsonl_transcript.code import TranscriptCorruptionError, TranscriptLockedError, ticking_clock
 from s09_jsonl_transcript.lab import DurableTranscript
 
@@ -95,39 +96,31 @@ def test_read_recent_of_nothing_reads_nothing(ten):
     assert ten.read_recent(3, before=0).events == []
 
 
-def test_a_page_deep_in_a_long_transcript_reads_only_about_what_it_returns(tmp_path, monkeypatch):
+def _deep_page_cost(tmp_path, events: int, cls) -> tuple[int, int]:
+    """Bytes read by a page of 100 records half way back in a transcript of `events`, and the bytes it returns."""
     path = tmp_path / "long.jsonl"
     with DurableTranscript(path, clock=ticking_clock()) as transcript:
-        for first in range(0, 100_000, 1000):
+        for first in range(0, events, 1000):
             transcript.append_batch({"type": "reasoning", "content": f"n{n}"} for n in range(first, first + 1000))
-    middle = DurableTranscript(path).read_recent(50_000).offsets[0]  # a cursor half way back
-    bytes_read = []
-    real_open = open
+    middle = DurableTranscript(path).read_recent(events // 2).offsets[0]  # a cursor half way back
+    with counted_reads(lab) as reads:
+        page = cls(path).read_recent(100, before=middle)
+    assert [e["sequence"] for e in page.events] == list(range(events // 2 - 99, events // 2 + 1))
+    return reads.total, sum(len(json.dumps(e)) for e in page.events)
 
-    class Counting:
-        def __init__(self, *args, **kwargs):
-            self.file = real_open(*args, **kwargs)
 
-        def read(self, *args):
-            data = self.file.read(*args)
-            bytes_read.append(len(data))
-            return data
+PAGE_SLACK = 2 * 64 * 1024  # a page may read two blocks more than it returns
 
-        def __getattr__(self, name):
-            return getattr(self.file, name)
 
-        def __enter__(self):
-            return self
+def test_a_page_deep_in_a_long_transcript_reads_only_about_what_it_returns(tmp_path):
+    read, returned = _deep_page_cost(tmp_path, 100_000, DurableTranscript)
+    assert read <= returned + PAGE_SLACK, (read, returned)
+    assert (tmp_path / "long.jsonl").stat().st_size > 100 * read
 
-        def __exit__(self, *exc):
-            self.file.close()
 
-    monkeypatch.setattr(code_module, "open", Counting, raising=False)
-    page = DurableTranscript(path).read_recent(100, before=middle)
-    assert [e["sequence"] for e in page.events] == list(range(49_901, 50_001))
-    returned = sum(len(json.dumps(e)) for e in page.events)
-    assert sum(bytes_read) <= returned + 2 * 64 * 1024, (sum(bytes_read), returned)
-    assert path.stat().st_size > 100 * sum(bytes_read)
+def test_the_page_budget_refuses_a_reader_of_the_whole_file(tmp_path):
+    read, returned = _deep_page_cost(tmp_path, 20_000, ReadsEverything)
+    assert read > returned + PAGE_SLACK
 
 
 def test_acquire_writer_takes_the_single_writer_lock_before_any_append(tmp_path):

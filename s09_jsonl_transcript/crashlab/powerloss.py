@@ -2,8 +2,7 @@
 
 A process kill cannot lose what the kernel already holds; a power cut can lose everything
 that was not fsynced. So we record every call by which a transcript changes the disk
-(the lab's DurableTranscript through its file_io seam; the lesson's JSONLTranscript, which
-has no seam, by routing the os calls code.py makes: see lesson_os_calls_to), then rebuild
+(through the file_io seam both classes share: the lesson's FileIO, which the lab calls OsFileIO), then rebuild
 what the disk might hold if power failed after any one of those calls:
 
   * everything after the last fsync dropped;
@@ -24,7 +23,6 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import stat
 import tempfile
 from collections import Counter
 from contextlib import contextmanager
@@ -32,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .. import code as lesson_code
 from ..code import TranscriptCorruptionError, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
 from .subjects import LAB, LESSON, checked_subject, open_transcript, read_back
@@ -114,68 +111,6 @@ class RecordingFileIO(SimulatedSyncFileIO):
         self.changes.append(Change("ack", numbers=tuple(numbers)))
 
 
-class LessonOs:
-    """The os module as code.py sees it inside lesson_os_calls_to: the calls that change the disk
-    go to a file_io (OsFileIO's interface), everything else to the real os module.
-
-    A folder is told apart from the transcript by what its descriptor names: code.py opens a
-    folder read-only only to fsync it, so that fsync becomes file_io.fsync_dir(folder).
-    """
-
-    def __init__(self, file_io: OsFileIO):
-        self.file_io = file_io
-        self.folders = {}  # descriptor -> folder, for the folders code.py opened to fsync
-
-    def __getattr__(self, name):
-        return getattr(os, name)
-
-    def open(self, path, flags, mode=0o777):
-        """Open the transcript through file_io; a folder opened to be fsynced, directly."""
-        if flags & (os.O_WRONLY | os.O_RDWR):
-            return self.file_io.open(path, flags, mode)
-        fd = os.open(path, flags, mode)
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
-            self.folders[fd] = Path(path)
-        return fd
-
-    def write(self, fd, data):
-        """A write of the transcript."""
-        return self.file_io.write(fd, data)
-
-    def fsync(self, fd):
-        """fsync the transcript, or the folder this descriptor names."""
-        if fd in self.folders:
-            self.file_io.fsync_dir(self.folders[fd])
-        else:
-            self.file_io.fsync(fd)
-
-    def ftruncate(self, fd, length):
-        """Cut the transcript to length bytes."""
-        self.file_io.truncate(fd, length)
-
-    def close(self, fd):
-        """Close a folder's descriptor directly, the transcript's through file_io."""
-        if self.folders.pop(fd, None) is not None:
-            os.close(fd)
-        else:
-            self.file_io.close(fd)
-
-
-@contextmanager
-def lesson_os_calls_to(file_io: OsFileIO):
-    """For the duration of the block, code.py's os.open/os.write/os.fsync/os.ftruncate/os.close
-    go through file_io, as if the lesson's JSONLTranscript had the lab's seam. (It rebinds the
-    name os inside code.py only: one block at a time, and not for threads that write meanwhile.)"""
-    real = lesson_code.os
-    if real is not os:
-        raise RuntimeError("the lesson's os calls are already routed elsewhere")
-    lesson_code.os = LessonOs(file_io)
-    try:
-        yield
-    finally:
-        lesson_code.os = real
-
-
 @contextmanager
 def writer_for(subject: str, path, file_io: OsFileIO, *, integrity: bool = False, clock=None):
     """A writer of the subject's class at path whose disk changes go through file_io; closed at the end."""
@@ -183,9 +118,9 @@ def writer_for(subject: str, path, file_io: OsFileIO, *, integrity: bool = False
         with DurableTranscript(path, integrity=integrity, clock=clock, file_io=file_io) as writer:
             yield writer
         return
-    with lesson_os_calls_to(file_io):
-        with open_transcript(LESSON, path, clock=clock) as writer:
-            yield writer
+    with open_transcript(LESSON, path, clock=clock) as writer:
+        writer.file_io = file_io  # the lesson's writer I/O calls: the same seam as the lab's
+        yield writer
 
 
 @dataclass(frozen=True)
