@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -410,16 +409,6 @@ def recover_costs(path, rounds: int, decoder: str = "stdlib") -> dict[str, list[
     return interleaved(sides, rounds, alternate=True)
 
 
-@contextmanager
-def decoding_with(decoder: str):
-    """The lab's fast paths use decoder while inside."""
-    before, fast.ACTIVE = fast.ACTIVE, decoder
-    try:
-        yield
-    finally:
-        fast.ACTIVE = before
-
-
 def available_decoders() -> list[str]:
     """The decoders this machine has: stdlib, and msgspec when installed."""
     return [name for name in fast.DECODERS if name == "stdlib" or fast.msgspec is not None]
@@ -589,7 +578,7 @@ def run_all(folder, sizes: Sizes, progress: Callable[[str], None] = lambda messa
     progress(f"writing a {sizes.recover_events:,}-event transcript for recover()")
     write_bulk_transcript(recover_path, sizes.recover_events, sizes.text_bytes)
     for name in decoders or available_decoders():
-        with decoding_with(name):
+        with fast.decoding_with(name):
             room = folder / name
             room.mkdir()
             progress(f"[{name}] single appends vs bare writes vs SQLite")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
+from contextlib import contextmanager
 from json.encoder import c_make_encoder, encode_basestring
 
 from .code import (
@@ -67,6 +68,17 @@ def decoder_name() -> str:
 
 
 ACTIVE = decoder_name()  # read once, at import; tests that compare the two paths pass decoder= instead
+
+
+@contextmanager
+def decoding_with(decoder: str):
+    """The fast paths use decoder (one of DECODERS) while inside, then the one before."""
+    global ACTIVE
+    before, ACTIVE = ACTIVE, decoder
+    try:
+        yield
+    finally:
+        ACTIVE = before
 
 
 # --------------------------------------------------------------------------- decoding one block

@@ -42,16 +42,6 @@ SESSION = "diff"
 WINDOWS = (0, 2, 1000)
 
 
-@contextmanager
-def decoding_with(decoder: str):
-    """recover()'s fast path uses decoder while inside (fast.ACTIVE is read at import)."""
-    before, fast.ACTIVE = fast.ACTIVE, decoder
-    try:
-        yield
-    finally:
-        fast.ACTIVE = before
-
-
 def outcome(read):
     """What a read returned or raised, comparable across the two paths."""
     try:
@@ -73,7 +63,7 @@ def disagreements(data: bytes, decoder: str, *, integrity: bool = False) -> list
         quick = DurableTranscript(path, integrity=integrity)
         for window in WINDOWS:
             expected = outcome(lambda: careful.recover(window))
-            with decoding_with(decoder):
+            with fast.decoding_with(decoder):
                 got = outcome(lambda: quick.recover(window))
             if got != expected:
                 found.append(f"recover({window}): fast {got!r:.300} careful {expected!r:.300}")
@@ -228,7 +218,7 @@ def test_an_empty_file_and_a_missing_file(decoder, tmp_path):
     missing = DurableTranscript(tmp_path / "missing.jsonl")
     careful = DurableTranscript(tmp_path / "missing.jsonl")
     careful.fast_paths = False
-    with decoding_with(decoder):
+    with fast.decoding_with(decoder):
         assert outcome(missing.recover) == outcome(careful.recover)
 
 
@@ -311,7 +301,7 @@ def test_a_line_at_the_record_limit(decoder, tmp_path):
         path.write_bytes(data)
         careful = DurableTranscript(path, max_record_bytes=limit)
         careful.fast_paths = False
-        with decoding_with(decoder):
+        with fast.decoding_with(decoder):
             assert outcome(DurableTranscript(path, max_record_bytes=limit).recover) == outcome(careful.recover)
 
 
