@@ -26,18 +26,21 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from . import fast
 from .code import (
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
     TYPE_REASONING,
     JSONLTranscript,
+    event_id_for,
     ticking_clock,
 )
-from .lab import DurableTranscript, OsFileIO, child_process_env
+from .lab import BATCH_END_FIELD, DurableTranscript, OsFileIO, child_process_env
 
 # --------------------------------------------------------------------------- sizes
 
@@ -214,12 +217,14 @@ def timed_append(transcript: DurableTranscript, action: Callable[[], object]) ->
 
 def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
                        sqlite_modes=("FULL",)) -> dict[str, list[float]]:
-    """Seconds per single-event write, one sample per round, measured side by side.
+    """Seconds per single-event write, one sample per round (the mean of its events), side by side.
 
     Keys: "append" (the lab's DurableTranscript, one fsync each), "lesson_append" (code.py's
-    JSONLTranscript, the same events), "bare" (os.write + fsync of the very bytes append wrote),
-    "write_only" (the same os.write with no fsync: not durable, for scale) and "sqlite_<MODE>"
-    for each SQLite synchronous mode (one insert per transaction).
+    JSONLTranscript, the same events), "bare" (os.write + fsync of the bytes append wrote for
+    that event), "fsync" (the fsync alone, inside "bare"), "write_only" (the same os.write with no
+    fsync: not durable, for scale) and "sqlite_<MODE>" for each SQLite synchronous mode (one
+    insert per transaction). The sides take turns for every event, in an order that changes from
+    one event to the next, so each side runs as often right after another side's fsync.
     """
     folder = Path(folder)
     transcript = DurableTranscript(folder / "single-append.jsonl")
@@ -228,35 +233,58 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
     unsynced = BareLog(folder / "single-unsynced.jsonl")
     databases = {mode: SqliteLog(folder / f"single-{mode}.sqlite3", mode) for mode in sqlite_modes}
     events = [synthetic_event(n, text_bytes) for n in range(per_round)]
-    written: list[bytes] = []  # what the last library round wrote: the others write the same bytes
+    written: list[bytes] = [b""] * per_round  # the line append last wrote for each event: the others write it too
+    spent: dict[str, float] = {}
 
-    def library() -> float:
-        elapsed, lines = timed_append(transcript, lambda: [transcript.append(event) for event in events])
-        written[:] = lines
-        return elapsed / per_round
+    def library(index: int) -> None:
+        elapsed, lines = timed_append(transcript, lambda: transcript.append(events[index]))
+        written[index] = lines[0]
+        spent["append"] += elapsed
 
-    def lesson_loop() -> float:
-        return timed(lambda: [lesson.append(event) for event in events]) / per_round
+    def lesson_side(index: int) -> None:
+        spent["lesson_append"] += timed(lambda: lesson.append(events[index]))
 
-    def bare_loop() -> float:
-        def write_each():
-            for line in written:
-                bare.write(line)
-                bare.sync()
-        return timed(write_each) / per_round
+    def bare_side(index: int) -> None:
+        start = time.perf_counter()
+        bare.write(written[index])
+        synced_from = time.perf_counter()
+        bare.sync()
+        end = time.perf_counter()
+        spent["bare"] += end - start
+        spent["fsync"] += end - synced_from
 
-    def write_only() -> float:
-        return timed(lambda: [unsynced.write(line) for line in written]) / per_round
+    def write_only(index: int) -> None:
+        spent["write_only"] += timed(lambda: unsynced.write(written[index]))
 
-    def sqlite_loop(database: SqliteLog) -> Callable[[], float]:
-        return lambda: timed(lambda: [database.insert(line) for line in written]) / per_round
+    def sqlite_side(mode: str, database: SqliteLog) -> Callable[[int], None]:
+        def insert(index: int) -> None:
+            spent[f"sqlite_{mode}"] += timed(lambda: database.insert(written[index]))
+        return insert
 
-    measurements = {"append": library, "lesson_append": lesson_loop, "bare": bare_loop, "write_only": write_only}
-    measurements.update({f"sqlite_{mode}": sqlite_loop(db) for mode, db in databases.items()})
+    sides = {"append": library, "lesson_append": lesson_side, "bare": bare_side, "write_only": write_only}
+    sides.update({f"sqlite_{mode}": sqlite_side(mode, db) for mode, db in databases.items()})
+    names = list(sides)
+
+    def one_round() -> dict[str, float]:
+        spent.clear()
+        spent.update({name: 0.0 for name in [*names, "fsync"]})
+        for index in range(per_round):
+            turn = index % len(names)  # rotate, and reverse every other event
+            order = names[turn:] + names[:turn]
+            for name in (reversed(order) if index % 2 else order):
+                sides[name](index)
+        return {name: seconds / per_round for name, seconds in spent.items()}
+
     try:
-        library()  # warm-up: opens and locks the writers, creates the files
-        lesson_loop()
-        return interleaved(measurements, rounds)
+        spent["append"] = 0.0
+        for index in range(per_round):  # warm-up: opens and locks the writers, learns each event's line
+            library(index)
+            lesson.append(events[index])
+        samples: dict[str, list[float]] = {name: [] for name in [*names, "fsync"]}
+        for _ in range(rounds):
+            for name, seconds in one_round().items():
+                samples[name].append(seconds)
+        return samples
     finally:
         transcript.close()
         lesson.close()
@@ -266,20 +294,59 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
             database.close()
 
 
+class SameBytesPeer:
+    """The fair peer of append_batch: what a plain program writes for the same group commit.
+
+    The same records as the lab's (its envelope, batch_end, the payload) with one encoder
+    (json.dumps with the lab's separators), all lines in one write, one fsync: the same bytes
+    as the lab's file, but for recorded_at (another moment).
+    """
+
+    def __init__(self, path, session_id: str, first_sequence: int = 1, encoder: str = "stdlib"):
+        self.log = BareLog(path)
+        self.session_id, self.next_sequence = session_id, first_sequence
+        self.encode = _PEER_ENCODERS[encoder]
+
+    def append_batch(self, events: list) -> None:
+        """Encode the batch's records, write them once and fsync once."""
+        first, last = self.next_sequence, self.next_sequence + len(events) - 1
+        recorded_at = datetime.now(timezone.utc).isoformat()
+        records = [{"schema_version": 1, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
+                    "session_id": self.session_id, "recorded_at": recorded_at, BATCH_END_FIELD: last, **event}
+                   for sequence, event in enumerate(events, start=first)]
+        self.log.write(b"".join([self.encode(record) + b"\n" for record in records]))
+        self.log.sync()
+        self.next_sequence = last + 1
+
+    def close(self) -> None:
+        """Release the descriptor."""
+        self.log.close()
+
+
+def _dumps_bytes(record: dict) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+_PEER_ENCODERS = {"stdlib": _dumps_bytes}
+if fast.msgspec is not None:
+    _PEER_ENCODERS["msgspec"] = fast.msgspec.json.encode
+
+
 def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
-                text_bytes: int) -> dict[str, list[float]]:
+                text_bytes: int, peer_encoder: str = "stdlib") -> dict[str, list[float]]:
     """Seconds per event, one sample per round, measured side by side.
 
-    "append_batch": append_batch(batch_size); "dumps_batch": the fair peer, what a plain program
-    does for the same group commit: json.dumps each event, one write of all the lines, one fsync;
-    "bare": a loop writing the very lines append_batch wrote (already encoded: no JSON writer can
-    go this fast), then one fsync; "append": single appends, one fsync each.
+    "append_batch": append_batch(batch_size); "dumps_batch": the fair peer (SameBytesPeer: the
+    same bytes, one encoder, one write, one fsync); "bare": a loop writing the very lines
+    append_batch wrote (already encoded: no JSON writer can go this fast), then one fsync;
+    "append": single appends, one fsync each.
     """
     folder = Path(folder)
     batched = DurableTranscript(folder / "batch-append.jsonl")
     single = DurableTranscript(folder / "batch-single.jsonl")
     bare = BareLog(folder / "batch-bare.jsonl")
-    plain = BareLog(folder / "batch-dumps.jsonl")
+    # the lab's session id and sequences (after its warm-up batch), so the lines are the lab's
+    peer = SameBytesPeer(folder / "batch-dumps.jsonl", batched.session_id, batch_size + 1, peer_encoder)
     events = [synthetic_event(n, text_bytes) for n in range(batch_size)]
     written: list[bytes] = []
 
@@ -296,10 +363,7 @@ def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
         return timed(write_all_then_sync) / batch_size
 
     def dumps_batch() -> float:
-        def encode_all_write_once_then_sync():
-            plain.write(b"".join([json.dumps(event).encode("utf-8") + b"\n" for event in events]))
-            plain.sync()
-        return timed(encode_all_write_once_then_sync) / batch_size
+        return timed(lambda: peer.append_batch(events)) / batch_size
 
     def library_singles() -> float:
         return timed(lambda: [single.append(event) for event in events[:singles_per_round]]) / singles_per_round
@@ -308,12 +372,12 @@ def batch_costs(folder, rounds: int, batch_size: int, singles_per_round: int,
         library_batch()  # warm-up
         single.append(events[0])
         return interleaved({"append_batch": library_batch, "dumps_batch": dumps_batch, "bare": bare_batch,
-                            "append": library_singles}, rounds)
+                            "append": library_singles}, rounds, alternate=True)
     finally:
         batched.close()
         single.close()
         bare.close()
-        plain.close()
+        peer.close()
 
 
 def replay_costs(paths: dict[str, Path], rounds: int, window: int) -> dict[str, list[float]]:
@@ -323,14 +387,31 @@ def replay_costs(paths: dict[str, Path], rounds: int, window: int) -> dict[str, 
     return interleaved({name: replay(path) for name, path in paths.items()}, rounds)
 
 
-def recover_costs(path, rounds: int) -> dict[str, list[float]]:
-    """Seconds to read one file with recover() and with a bare json.loads per line, per round."""
+def recover_costs(path, rounds: int, decoder: str = "stdlib") -> dict[str, list[float]]:
+    """Seconds to read one file with recover() and with bare loops decoding each line, per round.
+
+    "json_loads": json.loads per line; with msgspec, also "own_decoder": msgspec's decode per line.
+    """
     def bare_parse():
         with open(path, "rb") as file:
             for line in file:
                 json.loads(line)
-    return interleaved({"recover": lambda: timed(DurableTranscript(path).recover),
-                        "json_loads": lambda: timed(bare_parse)}, rounds)
+
+    def own_parse():
+        decode = fast.msgspec.json.Decoder().decode
+        with open(path, "rb") as file:
+            for line in file:
+                decode(line)
+
+    sides = {"recover": lambda: timed(DurableTranscript(path).recover), "json_loads": lambda: timed(bare_parse)}
+    if decoder == "msgspec":
+        sides["own_decoder"] = lambda: timed(own_parse)
+    return interleaved(sides, rounds, alternate=True)
+
+
+def available_decoders() -> list[str]:
+    """The decoders this machine has: stdlib, and msgspec when installed."""
+    return [name for name in fast.DECODERS if name == "stdlib" or fast.msgspec is not None]
 
 
 def open_and_append_costs(big_path, empty_path, rounds: int, text_bytes: int) -> dict[str, list[float]]:
@@ -406,9 +487,9 @@ class Target:
 
     def __str__(self):
         if self.bound is None:
-            return f"{self.label:<72} {self.value:8.2f}   (context, no target)"
+            return f"{self.label:<86} {self.value:8.2f}   (context, no target)"
         sign = "<=" if self.at_most else ">="
-        return f"{self.label:<72} {self.value:8.2f}   target {sign} {self.bound:<5g} {'met' if self.met else 'MISSED'}"
+        return f"{self.label:<86} {self.value:8.2f}   target {sign} {self.bound:<5g} {'met' if self.met else 'MISSED'}"
 
 
 @dataclass(frozen=True)
@@ -425,50 +506,88 @@ class Figure:
         return all(target.met for target in self.targets)
 
 
+# The issue's goals for each decoder: (append / bare, µs added, batch / same-bytes peer, recover / json.loads)
+GOALS = {"stdlib": (0.92, 14, 1.0, 1.15), "msgspec": (0.92, 12, 1.3, 2.2)}
+OWN_DECODER_GOAL = 0.85  # msgspec: recover() / a bare loop of msgspec's own decode
+
+
 def figures_from(measured: dict, sizes: Sizes) -> list[Figure]:
-    """Turn the samples of run_all into the seven figures (ratios of paired samples, see paired_ratio)."""
-    single, batch = measured["single"], measured["batch"]
-    replay, opened, recover = measured["replay"], measured["open_append"], measured["recover"]
-    memory = measured["memory"]
+    """Turn the samples of run_all into the seven figures (ratios of paired samples, see paired_ratio).
+
+    Figures 1, 2 and 6 depend on the decoder the lab's fast paths use: they hold a line for each.
+    """
+    by_decoder = measured["decoders"]
+    first = next(iter(by_decoder))
+    replay, opened, memory = measured["replay"], measured["open_append"], measured["memory"]
     extra_mb = (memory["peak_bytes"] - memory["baseline_bytes"]) / 2**20
     big, small, batch_size = f"{sizes.big_events:,}", f"{sizes.small_events:,}", sizes.batch_size
 
     def raw(samples):
         return {"median_seconds": medians(samples), "samples": samples}
 
+    single_lines, batch_lines, recover_lines = [], [], []
+    for name, samples in by_decoder.items():
+        single, batch, recover = samples["single"], samples["batch"], samples["recover"]
+        append_goal, added_goal, batch_goal, recover_goal = GOALS[name]
+        fsync_us = statistics.median(single["fsync"]) * 1e6
+        added_us = statistics.median(a - b for a, b in zip(single["append"], single["bare"])) * 1e6
+        single_lines += [
+            Target(f"[{name}] lab append / bare os.write + fsync, events per s "
+                   f"(median fsync {fsync_us:.0f} us)", paired_ratio(single, "bare", "append"), append_goal),
+            Target(f"[{name}] us the lab's append adds to each bare write + fsync", added_us, added_goal,
+                   at_most=True)]
+        batch_lines += [
+            Target(f"[{name}] append_batch({batch_size}) / same bytes by json.dumps each, one write, one fsync",
+                   paired_ratio(batch, "dumps_batch", "append_batch"), batch_goal),
+            Target(f"[{name}] append_batch({batch_size}) / single append, events per s",
+                   paired_ratio(batch, "append", "append_batch"), 20),
+            Target(f"[{name}] append_batch({batch_size}) / bare writes of encoded bytes + one fsync",
+                   paired_ratio(batch, "bare", "append_batch"))]
+        recover_lines.append(Target(f"[{name}] recover() / bare json.loads per line, lines per s",
+                                    paired_ratio(recover, "json_loads", "recover"), recover_goal))
+        if "own_decoder" in recover:
+            recover_lines.append(Target(f"[{name}] recover() / bare loop of its own decoder, lines per s",
+                                        paired_ratio(recover, "own_decoder", "recover"), OWN_DECODER_GOAL))
+    lesson = by_decoder[first]["single"]
+    single_lines.append(Target("lesson append (code.py) / bare os.write + fsync, events per s",
+                               paired_ratio(lesson, "bare", "lesson_append"), 0.9))
     return [
-        Figure(1, (Target("lab append (one fsync each) / bare os.write + fsync, events per s",
-                          paired_ratio(single, "bare", "append"), 0.9),
-                   Target("lesson append (code.py) / bare os.write + fsync, events per s",
-                          paired_ratio(single, "bare", "lesson_append"), 0.9)), raw(single)),
-        Figure(2, (Target(f"append_batch({batch_size}) / json.dumps each, one write, one fsync, events per s",
-                          paired_ratio(batch, "dumps_batch", "append_batch"), 0.8),
-                   Target(f"append_batch({batch_size}) / single append, events per s",
-                          paired_ratio(batch, "append", "append_batch"), 20),
-                   Target(f"append_batch({batch_size}) / bare writes of encoded bytes + one fsync",
-                          paired_ratio(batch, "bare", "append_batch"))), raw(batch)),
+        Figure(1, tuple(single_lines), {name: raw(samples["single"]) for name, samples in by_decoder.items()}),
+        Figure(2, tuple(batch_lines), {name: raw(samples["batch"]) for name, samples in by_decoder.items()}),
         Figure(3, (Target("append / SQLite WAL synchronous=FULL insert, events per s",
-                          paired_ratio(single, "sqlite_FULL", "append"), 1.0),), raw(single)),
+                          paired_ratio(lesson, "sqlite_FULL", "append"), 1.0),), raw(lesson)),
         Figure(4, (Target(f"replay({sizes.window}) time, {big} events / {small} events",
                           paired_ratio(replay, "big", "small"), 1.5, at_most=True),), raw(replay)),
         Figure(5, (Target(f"open + append one event time, {big} events / empty",
                           paired_ratio(opened, "big", "empty"), 2.0, at_most=True),), raw(opened)),
-        Figure(6, (Target("recover() / bare json.loads per line, lines per s",
-                          paired_ratio(recover, "json_loads", "recover"), 0.9),), raw(recover)),
+        Figure(6, tuple(recover_lines), {name: raw(samples["recover"]) for name, samples in by_decoder.items()}),
         Figure(7, (Target(f"replay({sizes.window}) peak memory above baseline, MB "
                           f"({measured['big_bytes'] / 2**30:.2f} GiB file)", extra_mb, 50, at_most=True),), memory),
     ]
 
 
-def run_all(folder, sizes: Sizes, progress: Callable[[str], None] = lambda message: None) -> dict:
-    """Measure everything the seven figures need, in folder (which must be empty and is left full)."""
+def run_all(folder, sizes: Sizes, progress: Callable[[str], None] = lambda message: None,
+            decoders: list[str] | None = None) -> dict:
+    """Measure everything the seven figures need, in folder (which must be empty and is left full).
+
+    Figures 1, 2 and 6 are measured once for each decoder (default: every one installed).
+    """
     folder = Path(folder)
-    measured = {}
-    progress("single appends vs bare writes vs SQLite")
-    measured["single"] = single_write_costs(folder, sizes.single_rounds, sizes.single_per_round, sizes.text_bytes)
-    progress("batches")
-    measured["batch"] = batch_costs(folder, sizes.batch_rounds, sizes.batch_size, sizes.single_per_round,
-                                    sizes.text_bytes)
+    measured = {"decoders": {}}
+    recover_path = folder / "recover.jsonl"
+    progress(f"writing a {sizes.recover_events:,}-event transcript for recover()")
+    write_bulk_transcript(recover_path, sizes.recover_events, sizes.text_bytes)
+    for name in decoders or available_decoders():
+        with fast.decoding_with(name):
+            room = folder / name
+            room.mkdir()
+            progress(f"[{name}] single appends vs bare writes vs SQLite")
+            single = single_write_costs(room, sizes.single_rounds, sizes.single_per_round, sizes.text_bytes)
+            progress(f"[{name}] batches")
+            batch = batch_costs(room, sizes.batch_rounds, sizes.batch_size, sizes.single_per_round, sizes.text_bytes)
+            progress(f"[{name}] recover() over {sizes.recover_events:,} events")
+            recover = recover_costs(recover_path, sizes.recover_rounds, name)
+            measured["decoders"][name] = {"single": single, "batch": batch, "recover": recover}
     progress(f"writing a {sizes.big_events:,}-event transcript in bulk")
     big, small = folder / "big.jsonl", folder / "small.jsonl"
     measured["big_bytes"] = write_bulk_transcript(big, sizes.big_events, sizes.text_bytes)
@@ -479,10 +598,6 @@ def run_all(folder, sizes: Sizes, progress: Callable[[str], None] = lambda messa
     measured["memory"] = replay_peak_memory(big, sizes.window)
     progress("open and append")
     measured["open_append"] = open_and_append_costs(big, folder / "empty.jsonl", sizes.read_rounds, sizes.text_bytes)
-    progress(f"recover() over {sizes.recover_events:,} events")
-    recover_path = folder / "recover.jsonl"
-    write_bulk_transcript(recover_path, sizes.recover_events, sizes.text_bytes)
-    measured["recover"] = recover_costs(recover_path, sizes.recover_rounds)
     return measured
 
 

@@ -27,7 +27,6 @@ from typing import Callable, Iterable, Iterator
 
 from .code import (
     BUG_FIX_SCRIPT,
-    ENCODER,
     ENVELOPE_FIELDS,
     NOT_JSON,
     SCHEMA_VERSION,
@@ -45,6 +44,7 @@ from .code import (
     parse_line,
     ticking_clock,
 )
+from .fast import encode_record, fast_recover
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers refuse a longer line
 BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
@@ -100,6 +100,8 @@ class DurableTranscript(JSONLTranscript):
     so read-check-append can be one step: with t.lock: t.acquire_writer(), read, append).
     """
 
+    fast_paths = True  # False: recover() always takes the careful path (the differential test compares them)
+
     def __init__(self, filepath, *, clock=None, integrity: bool = False,
                  max_record_bytes: int = MAX_RECORD_BYTES, file_io: OsFileIO | None = None):
         super().__init__(filepath, clock=clock)
@@ -138,7 +140,15 @@ class DurableTranscript(JSONLTranscript):
 
     def append(self, event: dict) -> dict:
         """Durably append one event and return the record written. The caller's dict is not changed."""
-        return self._append_all([event])[0]
+        payload = self._checked(event)  # refuse before a byte is written
+        with self.lock:
+            self.open_writer()
+            sequence = self.next_sequence
+            record = {**self.envelope(sequence), **payload}
+            line = self._encoded_line(record, self._last_line)
+            self.write_durably(line + b"\n")
+            self.next_sequence, self._last_line = sequence + 1, line
+        return record
 
     def append_batch(self, events: Iterable[dict]) -> list[dict]:
         """Durably append several events with one write and one fsync (group commit).
@@ -181,18 +191,19 @@ class DurableTranscript(JSONLTranscript):
         """Each record as one line of UTF-8 JSON (newline included), sealed when integrity is on."""
         lines, previous = [], self._last_line
         for record in records:
-            try:
-                line = ENCODER.encode(record).encode("utf-8")
-            except UnicodeEncodeError:
-                raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
-            if self.integrity:
-                line = seal(previous, line)
-            if len(line) + 1 > self.max_record_bytes:
-                raise TranscriptValidationError(f"record is {len(line) + 1} bytes; "
-                                                f"the limit is {self.max_record_bytes}")
+            line = self._encoded_line(record, previous)
             lines.append(line + b"\n")
             previous = line
         return lines
+
+    def _encoded_line(self, record: dict, previous: bytes) -> bytes:
+        """One record's line without its newline, sealed to previous when integrity is on; refused if too long."""
+        line = encode_record(record)
+        if self.integrity:
+            line = seal(previous, line)
+        if len(line) + 1 > self.max_record_bytes:
+            raise TranscriptValidationError(f"record is {len(line) + 1} bytes; the limit is {self.max_record_bytes}")
+        return line
 
     def read_for_writer(self) -> ScanResult:
         """Only the tail: the next sequence and the chain anchor. A sealed file stays sealed: a writer
@@ -257,6 +268,10 @@ class DurableTranscript(JSONLTranscript):
     def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
         """Validate the whole file and rebuild everything a replacement runtime needs, in flat memory."""
         last_items([], max_items)
+        if self._fast_path_reads():
+            summary = fast_recover(self.path, self.session_id, max_items, self.max_record_bytes)
+            if summary is not None:  # None: something unusual, which the careful path below decides
+                return summary
         window, scanned = deque(maxlen=min(max_items, sys.maxsize)), ScanResult()
         # rebuild folds the stream once; only the window's events stay in memory
         state = self.rebuild(self._streamed(window, scanned), window, 0, False)
@@ -265,6 +280,13 @@ class DurableTranscript(JSONLTranscript):
         summary = dict(vars(state))
         summary["message_count"] = len(state.messages)
         return summary
+
+    def _fast_path_reads(self) -> bool:
+        """Whether recover() may try fast.fast_recover: on, no chain asked for, and the checks and fold
+        it copies are the lesson's own (a subclass that changes them gets the careful path)."""
+        cls = type(self)
+        return (self.fast_paths and not self.integrity and cls.record_problem is JSONLTranscript.record_problem
+                and cls.rebuild is JSONLTranscript.rebuild and cls._lines_of is DurableTranscript._lines_of)
 
     def _streamed(self, window: deque, scanned: ScanResult) -> Iterator[dict]:
         """Every committed record in order, each also put in window (which keeps only the last ones)."""

@@ -93,20 +93,44 @@ def test_paired_ratio_is_the_median_of_ratios_within_rounds():
     assert bench.medians(samples) == {"a": 4.0, "b": 2.0}
 
 
-def test_the_bare_baseline_and_sqlite_write_the_very_bytes_append_wrote(tmp_path):
+def without_time(line: bytes) -> dict:
+    record = json.loads(line)
+    record.pop("recorded_at")
+    return record
+
+
+def test_the_bare_baseline_and_sqlite_write_the_lines_append_wrote_for_each_event(tmp_path):
     samples = bench.single_write_costs(tmp_path, rounds=2, per_round=4, text_bytes=80, sqlite_modes=("FULL", "NORMAL"))
-    assert set(samples) == {"append", "lesson_append", "bare", "write_only", "sqlite_FULL", "sqlite_NORMAL"}
+    assert set(samples) == {"append", "lesson_append", "bare", "fsync", "write_only", "sqlite_FULL", "sqlite_NORMAL"}
     assert all(len(values) == 2 and all(value > 0 for value in values) for values in samples.values())
-    appended = (tmp_path / "single-append.jsonl").read_bytes()
-    after_warm_up = appended.split(b"\n", 4)[4]  # the first 4 lines were the warm-up round
-    assert (tmp_path / "single-bare.jsonl").read_bytes() == after_warm_up
-    assert (tmp_path / "single-unsynced.jsonl").read_bytes() == after_warm_up
+    assert all(sync < bare for sync, bare in zip(samples["fsync"], samples["bare"]))  # the fsync is inside "bare"
+    appended = (tmp_path / "single-append.jsonl").read_bytes().splitlines(keepends=True)
+    assert len(appended) == 4 * 3  # the warm-up round and two measured rounds
+    # each side writes, for each event, the line append last wrote for it: this round's or the round before's
+    for name in ("single-bare.jsonl", "single-unsynced.jsonl"):
+        lines = (tmp_path / name).read_bytes().splitlines(keepends=True)
+        assert len(lines) == 8
+        for number, line in enumerate(lines):
+            round_number, index = divmod(number, 4)
+            assert line in (appended[4 * (round_number + 1) + index], appended[4 * round_number + index])
     lesson = [json.loads(line) for line in (tmp_path / "single-lesson.jsonl").read_bytes().splitlines()]
-    assert len(lesson) == 4 * 3  # the warm-up round and two measured rounds of the same events
+    assert len(lesson) == 4 * 3
     for mode in ("FULL", "NORMAL"):
         with sqlite3.connect(tmp_path / f"single-{mode}.sqlite3") as connection:
-            records = [row[0] for row in connection.execute("SELECT record FROM events ORDER BY sequence")]
-        assert "".join(records).encode() == after_warm_up
+            records = [row[0].encode() for row in connection.execute("SELECT record FROM events ORDER BY sequence")]
+        assert [payload(json.loads(line)) for line in records] == [payload(json.loads(line)) for line in appended[4:]]
+
+
+def test_the_sides_of_figure_one_take_turns_for_every_event(tmp_path, monkeypatch):
+    order = []
+    real_append, real_write = DurableTranscript.append, bench.BareLog.write
+    monkeypatch.setattr(DurableTranscript, "append", lambda self, item: order.append("lab") or real_append(self, item))
+    monkeypatch.setattr(bench.BareLog, "write", lambda self, line: order.append("bare") or real_write(self, line))
+    bench.single_write_costs(tmp_path, rounds=1, per_round=4, text_bytes=20, sqlite_modes=())
+    measured = order[4:]  # after the warm-up's four appends
+    events = [measured[3 * index:3 * index + 3] for index in range(4)]  # the lab, the bare loop, write_only
+    assert all(sorted(calls) == ["bare", "bare", "lab"] for calls in events) and len(measured) == 12
+    assert len({calls.index("lab") for calls in events}) > 1  # the lab is not always first, nor always last
 
 
 def test_the_batch_baselines_write_the_batches_bytes(tmp_path):
@@ -115,11 +139,12 @@ def test_the_batch_baselines_write_the_batches_bytes(tmp_path):
     assert all(len(values) == 2 and all(value > 0 for value in values) for values in samples.values())
     batched = (tmp_path / "batch-append.jsonl").read_bytes().split(b"\n")[:-1]
     bare = (tmp_path / "batch-bare.jsonl").read_bytes().split(b"\n")[:-1]
-    peer = (tmp_path / "batch-dumps.jsonl").read_bytes()
+    peer = (tmp_path / "batch-dumps.jsonl").read_bytes().split(b"\n")[:-1]
     assert len(batched) == 30  # the warm-up batch, then one batch per round
-    assert bare == batched[10:]
-    one_batch = "".join(json.dumps(bench.synthetic_event(n, 50)) + "\n" for n in range(10)).encode()
-    assert peer == one_batch * 2  # the fair peer encodes the same events itself, with plain json.dumps
+    assert bare == batched[10:20] * 2  # the second round runs in reverse: the bare loop before append_batch
+    # the fair peer writes the lab's bytes: the same envelope, the same separators; only the time differs
+    assert [without_time(line) for line in peer] == [without_time(line) for line in batched[10:]]
+    assert [len(line) for line in peer] == [len(line) for line in batched[10:]]
 
 
 def test_each_side_of_the_batch_figure_syncs_once_per_batch(tmp_path, monkeypatch):
@@ -199,34 +224,50 @@ def test_the_quick_command_prints_seven_figures_and_writes_the_raw_numbers(tmp_p
     for figure in report["figures"]:
         assert all(math.isfinite(target["value"]) for target in figure["targets"])
     figure_two = report["figures"][1]
-    assert figure_two["targets"][0]["bound"] == 0.8 and "json.dumps" in figure_two["targets"][0]["label"]
-    assert all(len(figure_two["raw"]["samples"][name]) == bench.QUICK.batch_rounds
-               for name in ("append_batch", "dumps_batch", "bare", "append"))
-    assert any(line.startswith("2. append_batch(100) / json.dumps") and "target >= 0.8" in line for line in lines)
+    assert figure_two["targets"][0]["bound"] == 1.0 and "same bytes by json.dumps" in figure_two["targets"][0]["label"]
+    for decoder in bench.available_decoders():
+        assert all(len(figure_two["raw"][decoder]["samples"][name]) == bench.QUICK.batch_rounds
+                   for name in ("append_batch", "dumps_batch", "bare", "append"))
+        assert any(line.startswith(f". [{decoder}] recover()") or line.startswith(f"6. [{decoder}] recover()")
+                   for line in (line.lstrip() for line in lines))
+    assert any(line.startswith("2. [stdlib] append_batch(100) / same bytes") and "target >= 1" in line
+               for line in lines)
+    assert any("median fsync" in line for line in lines)
     assert list(work.iterdir()) == []  # the temporary transcripts are gone
 
 
 def fake_measured(batch: dict) -> dict:
-    """What run_all returns, with the given batch samples and placeholder samples elsewhere."""
-    return {"single": {"append": [1.0], "lesson_append": [1.0], "bare": [1.0], "write_only": [0.1],
-                       "sqlite_FULL": [1.0]},
-            "batch": batch, "replay": {"big": [2.0], "small": [1.0]}, "open_append": {"big": [2.0], "empty": [1.0]},
-            "recover": {"recover": [1.0], "json_loads": [1.0]},
+    """What run_all returns for the stdlib decoder, with the given batch samples and placeholders elsewhere."""
+    single = {"append": [1.0], "lesson_append": [1.0], "bare": [1.0], "fsync": [0.5], "write_only": [0.1],
+              "sqlite_FULL": [1.0]}
+    return {"decoders": {"stdlib": {"single": single, "batch": batch,
+                                    "recover": {"recover": [1.0], "json_loads": [1.0]}}},
+            "replay": {"big": [2.0], "small": [1.0]}, "open_append": {"big": [2.0], "empty": [1.0]},
             "memory": {"baseline_bytes": 0, "peak_bytes": 2**20}, "big_bytes": 2**30}
 
 
 def test_figure_two_is_append_batch_against_the_fair_peer_with_the_bare_loop_as_context():
-    batch = {"append_batch": [10.0, 20.0, 40.0], "dumps_batch": [9.0, 10.0, 36.0],  # ratios 0.9, 0.5, 0.9
+    batch = {"append_batch": [10.0, 20.0, 40.0], "dumps_batch": [9.0, 22.0, 44.0],  # ratios 0.9, 1.1, 1.1
              "bare": [5.0, 5.0, 5.0], "append": [300.0, 300.0, 300.0]}
     figure = bench.figures_from(fake_measured(batch), bench.QUICK)[1]
     peer, singles, bare = figure.targets
-    assert figure.number == 2 and "json.dumps" in peer.label
-    assert (peer.value, peer.bound, peer.at_most) == (0.9, 0.8, False) and peer.met
+    assert figure.number == 2 and "same bytes by json.dumps" in peer.label
+    assert (round(peer.value, 6), peer.bound, peer.at_most) == (1.1, 1.0, False) and peer.met
     assert (singles.value, singles.bound) == (15.0, 20) and not singles.met
     assert bare.bound is None and bare.value == 0.25  # context: no JSON writer reaches it
-    assert figure.raw["samples"]["dumps_batch"] == batch["dumps_batch"]
+    assert figure.raw["stdlib"]["samples"]["dumps_batch"] == batch["dumps_batch"]
     slower = bench.figures_from(fake_measured({**batch, "append_batch": [20.0, 20.0, 45.0]}), bench.QUICK)[1]
-    assert not slower.targets[0].met  # ratios 0.45, 0.5, 0.8: median 0.5
+    assert not slower.targets[0].met  # ratios 0.45, 1.1, 0.98: median 0.98
+
+
+def test_figure_one_prints_the_median_fsync_and_the_time_the_lab_adds():
+    measured = fake_measured({"append_batch": [1.0], "dumps_batch": [1.0], "bare": [1.0], "append": [1.0]})
+    measured["decoders"]["stdlib"]["single"].update(append=[130e-6, 150e-6, 170e-6], bare=[120e-6, 135e-6, 150e-6],
+                                                    fsync=[100e-6, 110e-6, 300e-6], lesson_append=[1, 1, 1],
+                                                    sqlite_FULL=[1, 1, 1])
+    ratio, added, lesson = bench.figures_from(measured, bench.QUICK)[0].targets
+    assert "median fsync 110 us" in ratio.label
+    assert round(added.value, 6) == 15.0 and added.at_most and added.bound == 14 and not added.met  # 10, 15, 20
 
 
 def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeypatch, capsys):

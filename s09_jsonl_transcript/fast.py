@@ -1,0 +1,271 @@
+"""The lab's fast paths: recover() as one loop over 64 KiB blocks, and an encoder built once.
+
+The careful path (lab.DurableTranscript's scan: lines, the lesson's checks, the batch and chain
+checks, the lesson's fold) is the definition of every verdict. The fast read path does only the
+common case: whole lines of the current schema, in order, no chain, every batch finished. It
+decodes each block with a JSON decoder called directly, checks the decoded envelope inline and
+folds each record as it goes. On anything else (damage, a partial tail, a torn batch, a newer
+schema, the hash chain, a line near a limit) it gives up and returns None, and the caller runs
+the careful path from the start, so a verdict can only come from the careful path or agree with it.
+
+The decoder is the standard library's C scanner, or msgspec when it is installed (the `fast`
+extra). S09_DECODER=stdlib or S09_DECODER=msgspec chooses; the default is msgspec when importable.
+Checks use the decoded values, never the bytes: a duplicate key later in a line, even escaped,
+overrides an earlier one, and the decoder keeps the later one, as the careful path does.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from contextlib import contextmanager
+from json.encoder import c_make_encoder, encode_basestring
+
+from .code import (
+    DECODER,
+    ENCODER,
+    REQUIRED_STRINGS,
+    SCHEMA_VERSION,
+    TYPE_AI_TITLE,
+    TYPE_FILE_SNAPSHOT,
+    TYPE_FUNCTION_CALL,
+    TYPE_FUNCTION_CALL_RESULT,
+    TYPE_MESSAGE,
+    TYPE_REASONING,
+    ReplayState,
+    TranscriptValidationError,
+    event_id_for,
+    messages_of,
+)
+
+try:  # the optional `fast` extra
+    import msgspec
+except ImportError:  # pragma: no cover - depends on what is installed
+    msgspec = None
+
+DECODERS = ("stdlib", "msgspec")
+DECODER_VARIABLE = "S09_DECODER"
+BLOCK = 64 * 1024  # the same block size as the careful reader
+# Python 3.11 counts a decoder's nesting against the stack's depth, so the careful path (a few
+# generator frames deeper) refuses a line nested about 990 deep that a shallower call would accept.
+# The fast path decodes this many calls further down than recover() itself, deeper than the
+# careful path's decoder: its nesting limit is never looser, and a line it refuses goes to the
+# careful path. tests/test_fast_path_differential.py checks lines at the careful path's limit.
+FRAMES_BELOW_RECOVER = 16
+BATCH_END_FIELD = "batch_end"  # lab.BATCH_END_FIELD (lab imports this module, so it is named here too)
+CHAIN_FIELD = "chain"  # lab.CHAIN_FIELD
+
+
+def decoder_name() -> str:
+    """The decoder the fast paths use: S09_DECODER if set, else msgspec when installed, else stdlib."""
+    wanted = os.environ.get(DECODER_VARIABLE, "")
+    if wanted not in ("", *DECODERS):
+        raise ValueError(f"{DECODER_VARIABLE} must be one of {DECODERS}, not {wanted!r}")
+    if wanted == "msgspec" and msgspec is None:
+        raise ValueError(f"{DECODER_VARIABLE}=msgspec, but msgspec is not installed (the 'fast' extra)")
+    return wanted or ("msgspec" if msgspec is not None else "stdlib")
+
+
+ACTIVE = decoder_name()  # read once, at import; tests that compare the two paths pass decoder= instead
+
+
+@contextmanager
+def decoding_with(decoder: str):
+    """The fast paths use decoder (one of DECODERS) while inside, then the one before."""
+    global ACTIVE
+    before, ACTIVE = ACTIVE, decoder
+    try:
+        yield
+    finally:
+        ACTIVE = before
+
+
+# --------------------------------------------------------------------------- decoding one block
+
+
+_SCAN = DECODER.scan_once  # the lesson's decoder (NaN refused), its C scanner called directly
+
+
+def _stdlib_values(chunk: bytes) -> list | None:
+    """The values of a block of whole lines (it ends with a newline), or None if any line is unusual."""
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    values, position, scan, find = [], 0, _SCAN, text.find
+    try:
+        while (newline := find("\n", position)) >= 0:
+            value, end = scan(text, position)  # no whitespace skipped in front: such a line goes to the careful path
+            if end != newline:  # whitespace or more after the value, or (newlines skipped) a value spanning lines
+                return None
+            values.append(value)
+            position = end + 1
+    except Exception:  # StopIteration, ValueError (NaN, big integers), RecursionError: the careful path decides
+        return None
+    return values
+
+
+def _msgspec_values(chunk: bytes) -> list | None:
+    """The same as _stdlib_values, decoding each line with msgspec into plain dicts and lists."""
+    decode, view, find = _MSGSPEC_DECODER.decode, memoryview(chunk), chunk.find
+    values, position = [], 0
+    try:
+        while (newline := find(b"\n", position)) >= 0:
+            values.append(decode(view[position:newline]))
+            position = newline + 1
+    except Exception:  # msgspec.DecodeError, RecursionError: the careful path decides
+        return None
+    return values
+
+
+_MSGSPEC_DECODER = msgspec.json.Decoder() if msgspec is not None else None
+_BLOCK_DECODERS = {"stdlib": _stdlib_values, "msgspec": _msgspec_values}
+
+
+def _too_long(chunk: bytes, limit: int) -> bool:
+    """True when a line of chunk reaches the record limit."""
+    return len(chunk) >= limit and max(map(len, chunk.split(b"\n"))) >= limit
+
+
+def _deeper(frames: int, values_of, chunk: bytes):
+    """values_of(chunk), called frames calls further down the stack (see FRAMES_BELOW_RECOVER)."""
+    return values_of(chunk) if frames <= 0 else _deeper(frames - 1, values_of, chunk)
+
+
+# --------------------------------------------------------------------------- recover in one loop
+
+# The fields the loop below checks for each type, written out inline; if the lesson's table
+# changes, the loop stands aside (and tests/test_fast_path_differential.py says so).
+SHAPES_CHECKED_INLINE = {TYPE_MESSAGE: ("role",), TYPE_FUNCTION_CALL: ("callId", "name"),
+                         TYPE_FUNCTION_CALL_RESULT: ("callId",), TYPE_AI_TITLE: ("title",)}
+SHAPES_MATCH = REQUIRED_STRINGS == SHAPES_CHECKED_INLINE
+
+
+def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str | None = None) -> dict | None:
+    """recover()'s summary for the transcript at path, or None when the careful path must decide.
+
+    path holds session_id's records; limit is the longest line allowed (max_record_bytes);
+    max_items has already been checked. The caller only asks for transcripts without the chain.
+    """
+    values_of = _BLOCK_DECODERS[decoder or ACTIVE]
+    if not SHAPES_MATCH:
+        return None
+    try:
+        file = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    window = deque(maxlen=min(max_items, sys.maxsize))
+    keep, snapshots, open_calls = window.append, [], {}
+    title, reasoning, expected, batch_end = None, 0, 1, None
+    prefix = event_id_for(session_id, "")
+    pending = b""
+    with file:
+        while block := file.read(BLOCK):
+            data = pending + block if pending else block
+            cut = data.rfind(b"\n") + 1
+            chunk, pending = data[:cut], data[cut:]
+            if len(pending) >= limit:
+                return None
+            if not chunk:
+                continue
+            if _too_long(chunk, limit):
+                return None
+            values = _deeper(FRAMES_BELOW_RECOVER, values_of, chunk)
+            if values is None:
+                return None
+            for record in values:
+                # the lesson's checks of a record (JSONLTranscript.record_problem), in the common case only
+                if type(record) is not dict:
+                    return None
+                sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
+                if (sequence != expected or type(sequence) is not int or version != SCHEMA_VERSION
+                        or type(version) is not int or type(kind) is not str  # a newer schema: the careful path
+                        or record.get("session_id") != session_id or record.get("event_id") != f"{prefix}{sequence}"
+                        or CHAIN_FIELD in record):  # the lab's chain: the careful path
+                    return None
+                if BATCH_END_FIELD in record:  # the lab's batches: their records follow one another
+                    end = record[BATCH_END_FIELD]
+                    if type(end) is not int or end < sequence or (batch_end is not None and end != batch_end):
+                        return None
+                    batch_end = end if end > sequence else None
+                elif batch_end is not None:
+                    return None
+                expected += 1
+                # the fields each type needs (the lesson's shape_problem), then its fold (JSONLTranscript.rebuild)
+                keep(record)
+                if kind == TYPE_MESSAGE:
+                    if type(record.get("role")) is not str or "content" not in record:
+                        return None
+                elif kind == TYPE_REASONING:
+                    reasoning += 1
+                elif kind == TYPE_FUNCTION_CALL:
+                    call_id = record.get("callId")
+                    if type(call_id) is not str or type(record.get("name")) is not str:
+                        return None
+                    open_calls[call_id] = record
+                elif kind == TYPE_FUNCTION_CALL_RESULT:
+                    call_id = record.get("callId")
+                    if type(call_id) is not str:
+                        return None
+                    open_calls.pop(call_id, None)
+                elif kind == TYPE_AI_TITLE:
+                    title = record.get("title")
+                    if type(title) is not str:
+                        return None
+                elif kind == TYPE_FILE_SNAPSHOT:
+                    snapshots.append(record)
+    if pending or batch_end is not None:  # a partial tail, a lost newline, or a torn batch
+        return None
+    total = expected - 1
+    state = ReplayState(messages=messages_of(window), title=title, file_snapshots=snapshots, total_events=total,
+                        reasoning_count=reasoning, next_sequence=total + 1, ignored_partial_tail=False,
+                        pending_calls=list(open_calls.values()), unknown_schema_events=0)
+    summary = dict(vars(state))
+    summary["message_count"] = len(state.messages)
+    return summary
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+# The lesson's ENCODER's options, its C encoder built once (JSONEncoder.encode builds one a call).
+# No cycle check: what it encodes is the lesson's json_copy of an event, a fresh tree.
+_C_ENCODE = c_make_encoder(None, ENCODER.default, encode_basestring, None, ENCODER.key_separator,
+                           ENCODER.item_separator, False, False, False)
+_MSGSPEC_ENCODE = msgspec.json.Encoder().encode if msgspec is not None else None
+# msgspec writes some floats otherwise than Python's repr (1e16 for 1e+16, 0.00006103515625 for
+# 6.103515625e-05): a line where a digit meets a "." or an "e" (every float has one or the other)
+# is encoded by the stdlib, so both write the same bytes, except for the digits and dots of
+# recorded_at's own value (its seconds are 29.904103). Strings such as "3.11" take the stdlib's
+# road too, which costs time, never bytes. (Every digit made "0" first, then finds and a count: a
+# regular expression costs ten times more.)
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _may_hold_a_float(line: bytes, record: dict) -> bool:
+    digits_as_zero = line.translate(_DIGITS_AS_ZERO)
+    if b"0e" in digits_as_zero:
+        return True
+    stamp = record.get("recorded_at")
+    stamps_own = stamp.encode().translate(_DIGITS_AS_ZERO).count(b"0.") if type(stamp) is str else 0
+    return digits_as_zero.count(b"0.") > stamps_own
+
+
+def encode_record(record: dict, decoder: str | None = None) -> bytes:
+    """One record (plain JSON types, as json_copy makes them) as UTF-8 JSON bytes, no newline.
+
+    The same bytes as the lesson's ENCODER.encode(record).encode(); lone surrogates are refused
+    with TranscriptValidationError.
+    """
+    if (decoder or ACTIVE) == "msgspec":
+        try:
+            line = _MSGSPEC_ENCODE(record)
+        except (UnicodeEncodeError, ValueError, TypeError, OverflowError):
+            line = None  # the stdlib below raises what the careful path raises
+        if line is not None and not _may_hold_a_float(line, record):
+            return line
+    try:
+        return "".join(_C_ENCODE(record, 0)).encode("utf-8")
+    except UnicodeEncodeError:
+        raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
