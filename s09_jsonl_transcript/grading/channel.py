@@ -126,7 +126,7 @@ class StudentKernel:
             raise AnswerFailed(f"not called: {self._lost}")
         self._calls += 1
         call_id = f"{self._calls}-{os.urandom(4).hex()}"
-        self._stand_ins, self._failure = {}, None
+        self._failure = None
         wire = {**request, "call": call_id,
                 "args": [self._to_wire(value) for value in request.get("args", ())],
                 "kwargs": {key: self._to_wire(value) for key, value in request.get("kwargs", {}).items()}}
@@ -287,7 +287,7 @@ class StudentKernel:
             return items if isinstance(value, list) else {"$tuple": items}
         if isinstance(value, dict):
             return {"$dict": {str(key): self._to_wire(item) for key, item in value.items()}}
-        number = len(self._stand_ins) + 1
+        number = len(self._stand_ins) + 1  # kept for later calls: an object may hold on to a clock
         if hasattr(value, "read") and hasattr(value, "seek"):
             self._stand_ins[number] = value
             return {"$file": number}
@@ -346,15 +346,18 @@ class StudentKernel:
     def _sync_out(self) -> None:
         """Before a call: the exchange folder holds what this side holds at every path a call was given."""
         for here, there in list(self._paths.items()):
-            mirror(here, there)
-            if not here.exists() and not there.exists():
+            if not here.parent.is_dir():  # the check's folder is gone: so is what it gave the answer
+                mirror(here, there)
                 del self._paths[here]
+                continue
+            mirror(here, there)
 
     def _sync_back(self) -> None:
         """After a call: this side holds what the answer left in the exchange folder."""
         budget = [EXCHANGE_LIMIT]
-        for here, there in self._paths.items():
-            mirror(there, here, budget)
+        for here, there in list(self._paths.items()):
+            if here.parent.is_dir():
+                mirror(there, here, budget)
 
 
 CALLABLE = object()  # an attribute that is a method: called through the handle

@@ -87,6 +87,8 @@ def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) 
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="s09-grade-") as scratch:
         scratch = Path(scratch)
+        if program is not None:  # both sandboxes run as one user: the task limit counts both kernels' threads
+            settings = replace(settings, limits=replace(settings.limits, tasks=2 * settings.limits.tasks))
         trusted = settings if program is None else replace(settings, guard=False)
         files = _prepare_files(scratch, notebook, trusted)
         student = _prepare_student(scratch, files, program, settings) if program is not None else None
@@ -214,8 +216,8 @@ def _start_student_sandboxed(student: _Student, settings: RunSettings, *, slot, 
         slot=slot, limits=settings.limits, environment=environment, cwd=root, group=group,
         package_view=view, shared_folders={SANDBOX_CHANNEL: str(student.channel)})
     try:
-        return subprocess.Popen(command.argv, stdin=subprocess.DEVNULL, stdout=open("/tmp/student.log", "w"),
-                                stderr=subprocess.STDOUT, pass_fds=command.pass_fds, **command.popen_options)
+        return subprocess.Popen(command.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, pass_fds=command.pass_fds, **command.popen_options)
     finally:
         command.close()
 
