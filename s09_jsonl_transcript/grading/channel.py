@@ -69,11 +69,10 @@ def raised_again(name: str, message: str) -> BaseException:
              if isinstance(value, type) and issubclass(value, Exception)}
     known.update(_lesson_exceptions())
     kind = known.get(name)
-    text = f"the answer raised {name}: {message}" if message else f"the answer raised {name}"
     if kind is None:
-        return AnswerFailed(text)
+        return AnswerFailed(f"the answer raised {name}: {message}" if message else f"the answer raised {name}")
     error = kind.__new__(kind)
-    error.args = (text,)
+    error.args = (message,) if message else ()
     return error
 
 
