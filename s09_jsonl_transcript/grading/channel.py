@@ -208,7 +208,7 @@ class StudentKernel:
                 raise AnswerFailed(f"the call ran longer than {_timeout():g} s")
             if client.hb_channel.is_beating():
                 last_beat = now
-            elif now - last_beat > _HEARTBEAT_GRACE:
+            elif now - last_beat > min(_HEARTBEAT_GRACE, _timeout() / 3):
                 self._lost = "the student's kernel died"
                 raise AnswerFailed("the student's kernel died during this call")
             ready = dict(poller.poll(200))
