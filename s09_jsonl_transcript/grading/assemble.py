@@ -8,6 +8,7 @@ an nbval tag changes nothing. nbval comment markers are removed from the answer 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -17,7 +18,7 @@ from pathlib import Path
 import nbformat
 
 from .instrument import instrumented_check
-from .source import EXERCISE_NAME, METADATA_KEY, ExerciseSource, cell_role
+from .source import EXERCISE_NAME, METADATA_KEY, ExerciseSource, cell_role, source_text
 from .words import both, labelled
 
 MAX_SUBMISSION_BYTES = 20 * 1024 * 1024
@@ -216,3 +217,67 @@ def _check_cells(notebook, source: ExerciseSource) -> list:
     """(Check, cell) for every check of source, in the notebook built from it."""
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     return [(check, code_cells[check.cell_index]) for check in source.checks]
+
+
+# --------------------------------------------------------------------------- two kernels (channel.py)
+
+
+def student_program(source: ExerciseSource, answers: dict) -> tuple:
+    """(label, code) of every cell the student's kernel runs, in order: setup cells and answer cells.
+
+    Check cells are not in it: they run in the trusted kernel. Cells after the last answer are left
+    out: no answer can use them.
+    """
+    answer_at = {answer.cell_index: answer for answer in source.answers}
+    check_cells = {id(cell) for _, cell in _check_cells(source.notebook, source)}
+    last = max(answer_at)
+    cells = []
+    for position, cell in enumerate(source.notebook.cells[:last + 1]):
+        if cell.cell_type != "code" or id(cell) in check_cells:
+            continue
+        if position in answer_at:
+            name = answer_at[position].name
+            cells.append((name, strip_nbval_markers(answers[name])))
+        else:
+            cells.append((f"setup-{position}", cell.source))
+    return tuple(cells)
+
+
+def reference_program(source: ExerciseSource) -> tuple:
+    """The student program with the instructor's own answers in it (the reference run's)."""
+    return student_program(source, {answer.name: source_text(source.notebook.cells[answer.cell_index])
+                                    for answer in source.answers})
+
+
+def answer_names(code: str) -> list:
+    """(name, is_class) for each function and class an answer cell defines at its top level."""
+    tree = ast.parse(code)
+    return [(node.name, isinstance(node, ast.ClassDef)) for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def proxy_cell(answer_name: str, code: str) -> str:
+    """What an answer cell becomes in the trusted kernel: its answer runs elsewhere, its names call across."""
+    lines = ["# The answer runs in the student's kernel; here its names call it across the channel (channel.py).",
+             "from s09_jsonl_transcript.grading.channel import student",
+             f"student.run_up_to({answer_name!r})"]
+    for name, is_class in answer_names(code):
+        lines.append(f"{name} = student.{'answer_class' if is_class else 'answer'}({name!r})")
+    return "\n".join(lines) + "\n"
+
+
+def trusted_notebook(source: ExerciseSource, reference: dict | None = None) -> nbformat.NotebookNode:
+    """The notebook the trusted kernel runs: setup and check cells as the instructor wrote them, and
+    in place of each answer cell, a cell that binds the answer's names to proxies (channel.py).
+
+    With reference (code-cell index -> ReferenceCell from the reference run, same seed), each check
+    cell expects what it printed there.
+    """
+    notebook = source.fresh_notebook()
+    for answer in source.answers:
+        cell = notebook.cells[answer.cell_index]
+        cell.source = proxy_cell(answer.name, cell.source)
+    if reference is not None:
+        for check, cell in _check_cells(notebook, source):
+            cell.outputs = [nbformat.from_dict(output) for output in reference[check.cell_index].outputs]
+    return notebook

@@ -244,7 +244,8 @@ class _State:
         changed = sorted(name for name in self.signals if now.signals.get(name) != self.signals[name])
         if changed:
             found.append(f"signal handlers were set ({', '.join(changed[:5])})")
-        started = [thread for thread in threading.enumerate() if thread.ident not in self.threads and thread.is_alive()]
+        started = [thread for thread in threading.enumerate() if thread.ident not in self.threads and thread.is_alive()
+                   and not _is_zmq_collector(thread)]
         if started:
             found.append(f"a thread started by the notebook is still running ({started[0].name})")
         return found
@@ -274,3 +275,9 @@ def _signal_handlers() -> dict:
         except (ValueError, OSError):
             continue
     return handlers
+
+
+def _is_zmq_collector(thread) -> bool:
+    """pyzmq's own garbage-collector thread, which it starts the first time it sends a large message."""
+    garbage = sys.modules.get("zmq.utils.garbage")
+    return garbage is not None and type(thread) is garbage.GarbageCollectorThread

@@ -375,6 +375,10 @@ def _judge(item, call, report) -> tuple:
         if interference:
             _send(item.config, {"kind": "tampering", "what": interference})
             return "failed", labelled(TAMPERING, interference)
+    found = _tampering_found(item) if report.when == "call" and _role(item) == "check" else None
+    if found is not None:  # the channel's guard check (channel.TamperingDetected) stopped the calls
+        _send(item.config, {"kind": "tampering", "what": found})
+        return "failed", labelled(TAMPERING, STUDENT_GUARD_FOUND)
     if report.passed:
         if status not in (None, "ok"):
             return "failed", HIDDEN_ERROR
@@ -394,6 +398,18 @@ def _judge(item, call, report) -> tuple:
     if hasattr(report, "wasxfail"):  # nbval expects every cell after a timeout to fail
         feedback += " (after an earlier cell timed out · 前面有单元超时)"
     return "failed", feedback
+
+
+STUDENT_GUARD_FOUND = both("the guard in the student's kernel found its machinery changed",
+                           "学生内核里的守卫发现内核的机制被改动过")
+
+
+def _tampering_found(item) -> str | None:
+    """What the guard in the student's kernel reported, when a check cell ended on it, else None."""
+    for output in getattr(item, "test_outputs", None) or []:
+        if output.get("output_type") == "error" and output.get("ename") == "TamperingDetected":
+            return _ANSI.sub("", str(output.get("evalue") or ""))[:_FEEDBACK_LIMIT]
+    return None
 
 
 def _is_hidden(item) -> bool:

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
 
-from . import sandbox
+from . import channel, sandbox
 from .checks import SEED_VARIABLE
 from .source import notebook_json
 from .words import both
@@ -75,22 +76,161 @@ class RunSettings:
     collect_outputs: bool = False  # a reference run: report every check cell's outputs
 
 
-def run_notebook(notebook, settings: RunSettings) -> RunResult:
-    """Run the notebook under nbval; never raises for the notebook's sake."""
+def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) -> RunResult:
+    """Run the notebook under nbval; never raises for the notebook's sake.
+
+    With program ((label, code) cells, see assemble.student_program), two kernels run side by side:
+    nbval's kernel (the trusted one) runs the notebook, and a kernel of the student's own, in a
+    sandbox of its own, runs only the program's cells and the calls the checks make (channel.py).
+    The guard, when asked for, watches the student's kernel.
+    """
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="s09-grade-") as scratch:
         scratch = Path(scratch)
-        files = _prepare_files(scratch, notebook, settings)
+        if program is not None:  # both sandboxes run as one user: the task limit counts both kernels' threads
+            settings = replace(settings, limits=replace(settings.limits, tasks=2 * settings.limits.tasks))
+        trusted = settings if program is None else replace(settings, guard=False)
+        files = _prepare_files(scratch, notebook, trusted)
+        student = _prepare_student(scratch, files, program, settings) if program is not None else None
         if settings.sandboxed:
             view = sandbox.write_package_view(scratch / "package")
             with sandbox.acquire_slot() as slot, sandbox.memory_group(slot, settings.limits) as group:
-                result = _run_sandboxed(scratch, files, settings, slot, group, view)
+                with _student_kernel(student, settings, slot=slot, group=group, view=view):
+                    result = _run_sandboxed(scratch, files, trusted, slot, group, view, student)
                 if group is not None and group.ran_out():
                     result.memory_exceeded = _out_of_memory(settings.limits)
         else:
-            result = _run_unsandboxed(scratch, files, settings)
+            with _student_kernel(student, settings):
+                result = _run_unsandboxed(scratch, files, trusted, student)
     result.seconds = time.monotonic() - started
     return result
+
+
+# --------------------------------------------------------------------------- the student's kernel
+
+SANDBOX_CHANNEL = "/tmp/channel"  # the folder both sandboxes of a grading see, at the same path
+PROGRAM = "student_program.json"  # in the trusted run's folder only
+STUDENT_GUARD = "student_guard.json"  # the guard's key, for the trusted side
+
+
+@dataclass
+class _Student:
+    """Where the student's kernel lives: its files on the host and the channel's folder."""
+
+    folder: Path  # the student kernel's own run folder (ipython profile, working folder)
+    channel: Path  # the shared folder: the connection file, the exchange folder
+    files: dict  # relative path -> host file, for the student's sandbox
+    environment: dict  # what the trusted kernel needs to know about the channel
+    process: subprocess.Popen | None = None
+
+
+def _prepare_student(scratch: Path, files: dict, program: tuple, settings: RunSettings) -> _Student:
+    """Write the student kernel's files, the connection file and the program; return where they are."""
+    folder, shared = scratch / "student", scratch / "channel"
+    for path in (shared, shared / "exchange"):
+        path.mkdir(parents=True)
+        os.chmod(path, 0o777)  # the sandboxes run as a user of their own
+    inside = SANDBOX_CHANNEL if settings.sandboxed else str(shared)
+    key = secrets.token_hex(32)
+    if settings.sandboxed:  # unix sockets in the shared folder: the sandboxes have no common network
+        ports = {name: number for number, name in enumerate(_PORT_NAMES, start=1)}
+        connection = {"transport": "ipc", "ip": f"{inside}/kernel", **ports}
+    else:
+        from jupyter_client.connect import write_connection_file
+
+        write_connection_file(str(shared / "ports.json"), ip="127.0.0.1", key=key.encode())
+        connection = {name: value for name, value in json.loads((shared / "ports.json").read_text()).items()
+                      if name in _PORT_NAMES or name in ("transport", "ip")}
+    connection.update({"key": key, "signature_scheme": "hmac-sha256"})
+    (shared / "kernel.json").write_text(json.dumps(connection), encoding="utf-8")
+    os.chmod(shared / "kernel.json", 0o644)
+    contents = {KERNEL_CONFIG: _kernel_config(settings)}
+    environment = {channel.CONNECTION_VARIABLE: f"{inside}/kernel.json",
+                   channel.EXCHANGE_VARIABLE: f"{inside}/exchange",
+                   channel.TIMEOUT_VARIABLE: f"{max(1.0, settings.cell_timeout * 0.8):g}"}
+    trusted_root = sandbox.SANDBOX_ROOT if settings.sandboxed else str(scratch)
+    trusted = {PROGRAM: json.dumps([{"label": label, "code": code} for label, code in program])}
+    if settings.guard:
+        guard_settings = json.dumps({"key": secrets.token_hex(32), "output_limit": settings.limits.output_bytes})
+        contents[f"{Path(KERNEL_CONFIG).parent}/{GUARD_KEY_FILE}"] = guard_settings
+        trusted[STUDENT_GUARD] = guard_settings
+        environment[channel.GUARD_VARIABLE] = f"{trusted_root}/{STUDENT_GUARD}"
+    environment[channel.PROGRAM_VARIABLE] = f"{trusted_root}/{PROGRAM}"
+    for relative, text in trusted.items():
+        (scratch / relative).write_text(text, encoding="utf-8")
+        files[relative] = scratch / relative
+    for relative, text in contents.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    (folder / "run").mkdir()
+    return _Student(folder, shared, {relative: folder / relative for relative in contents}, environment)
+
+
+_PORT_NAMES = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+GUARD_KEY_FILE = "s09_guard.json"  # the guard reads it from its kernel's profile folder, then deletes it
+
+
+class _student_kernel:
+    """Context manager: the student's kernel runs while the trusted run does; then it is killed."""
+
+    def __init__(self, student: _Student | None, settings: RunSettings, **sandboxing):
+        self.student, self.settings, self.sandboxing = student, settings, sandboxing
+
+    def __enter__(self):
+        if self.student is None:
+            return None
+        if self.settings.sandboxed:
+            self.student.process = _start_student_sandboxed(self.student, self.settings, **self.sandboxing)
+        else:
+            self.student.process = _start_student_unsandboxed(self.student)
+        return self.student
+
+    def __exit__(self, *exc_info):
+        process = self.student.process if self.student is not None else None
+        if process is None:
+            return
+        if self.settings.sandboxed:
+            _end_sandbox(process)
+        else:
+            _kill_tree([_process_or_none(process.pid)] + (_process_or_none(process.pid).children(recursive=True)
+                                                         if _process_or_none(process.pid) else []))
+            process.wait()
+
+
+def _kernel_command(connection_file: str) -> list:
+    return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
+
+
+def _start_student_sandboxed(student: _Student, settings: RunSettings, *, slot, group, view) -> subprocess.Popen:
+    root = sandbox.SANDBOX_ROOT
+    environment = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": sandbox.SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2",
+        **_common_environment(root, settings),
+    }
+    del environment[SEED_VARIABLE]  # the seed stays on the trusted side
+    command = sandbox.build_command(
+        _kernel_command(f"{SANDBOX_CHANNEL}/kernel.json"),
+        scratch_files={f"{root}/{relative}": str(path) for relative, path in student.files.items()},
+        slot=slot, limits=settings.limits, environment=environment, cwd=root, group=group,
+        package_view=view, shared_folders={SANDBOX_CHANNEL: str(student.channel)})
+    try:
+        return subprocess.Popen(command.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, pass_fds=command.pass_fds, **command.popen_options)
+    finally:
+        command.close()
+
+
+def _start_student_unsandboxed(student: _Student) -> subprocess.Popen:
+    dropped = {"MPLBACKEND", "PYTHONSTARTUP", "PYTHONBREAKPOINT"}
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in dropped and not name.startswith(("PYTEST_", "S09_"))}
+    environment.update({"IPYTHONDIR": str(student.folder / "ipython"), "JUPYTER_PLATFORM_DIRS": "1",
+                        "PYTHONDONTWRITEBYTECODE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    return subprocess.Popen(_kernel_command(str(student.channel / "kernel.json")), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=student.folder / "run",
+                            env=environment, start_new_session=True)
 
 
 # --------------------------------------------------------------------------- the run folder
@@ -159,20 +299,22 @@ def _out_of_memory(limits: sandbox.Limits) -> str:
                 "因此内核被终止")
 
 
-def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int, group, view: str) -> RunResult:
+def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int, group, view: str,
+                   student: _Student | None = None) -> RunResult:
     root = sandbox.SANDBOX_ROOT
     environment = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": sandbox.SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
         "MALLOC_ARENA_MAX": "2",  # fewer 64 MiB arena reservations: the address-space limit is for data
         **_common_environment(root, settings),
+        **(student.environment if student else {}),
     }
     read_fd, write_fd = os.pipe()
     command = sandbox.build_command(
         _pytest_command(root, write_fd, settings),
         scratch_files={f"{root}/{relative}": str(path) for relative, path in files.items()},
         slot=slot, limits=settings.limits, environment=environment, keep_fds=(write_fd,), cwd=root, group=group,
-        package_view=view)
+        package_view=view, shared_folders={SANDBOX_CHANNEL: str(student.channel)} if student else None)
     try:
         process = _start(command.argv, read_fd, write_fd, pass_fds=command.pass_fds, **command.popen_options)
     finally:
@@ -180,12 +322,13 @@ def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int,
     return _supervise(process, read_fd, settings, stop=lambda: _end_sandbox(process))
 
 
-def _run_unsandboxed(scratch: Path, files: dict, settings: RunSettings) -> RunResult:
+def _run_unsandboxed(scratch: Path, files: dict, settings: RunSettings, student: _Student | None = None) -> RunResult:
     root = str(scratch)
     dropped = {"MPLBACKEND", "PYTHONSTARTUP", "PYTHONBREAKPOINT"}
     environment = {name: value for name, value in os.environ.items()
                    if name not in dropped and not name.startswith(("PYTEST_", "S09_"))}
     environment.update(_common_environment(root, settings))
+    environment.update(student.environment if student else {})
     read_fd, write_fd = os.pipe()
     process = _start(_pytest_command(root, write_fd, settings), read_fd, write_fd, pass_fds=(write_fd,),
                      cwd=root, env=environment, start_new_session=True)

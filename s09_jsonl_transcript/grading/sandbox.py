@@ -305,7 +305,7 @@ class Command:
 
 def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits, environment: dict | None = None,
                   keep_fds: tuple = (), cwd: str = SANDBOX_ROOT, group: MemoryGroup | None = None,
-                  package_view: str | None = None) -> Command:
+                  package_view: str | None = None, shared_folders: dict | None = None) -> Command:
     """The command that runs inner in a fresh sandbox.
 
     scratch_files maps a path inside the sandbox (under SANDBOX_ROOT) to a host file whose contents
@@ -359,6 +359,9 @@ def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits
         arguments.extend(["--ro-bind", package_view, package_folder()])
     folder(SANDBOX_HOME, "0777")
     folder(SANDBOX_ROOT, "0777")
+    for inside, host in sorted((shared_folders or {}).items()):
+        folder(str(Path(inside).parent), "0777")
+        arguments.extend(["--bind", host, inside])
     for inside, host in sorted(scratch_files.items()):
         folder(str(Path(inside).parent), "0777")
         file = open(host, "rb")  # noqa: SIM115 - closed by Command.close once bwrap has it
@@ -396,7 +399,8 @@ def package_folder() -> str:
 # that runs inside the sandbox. Not the lab, the damage tools or any other module that holds an
 # exercise's answer (exercise 4's tail reader, exercise 5's hash chain).
 PACKAGE_VIEW_FILES = ("code.py", "grading/__init__.py", "grading/checks.py", "grading/instrument.py",
-                      "grading/guard.py", "grading/probe.py", "grading/words.py")
+                      "grading/guard.py", "grading/probe.py", "grading/words.py", "grading/channel.py",
+                      "grading/student_side.py")
 _PACKAGE_INIT = '"""The s09 kit as a grading sandbox sees it: the lesson (code.py) and the checks\' helpers."""\n'
 
 
