@@ -88,7 +88,8 @@ def namespace_of(notebook: Path) -> dict:
 def classes_in(names: dict) -> list[type]:
     """Every class the notebook can reach: those it names, and the public classes of the modules they come from."""
     found = {value for value in names.values() if inspect.isclass(value)}
-    modules = {inspect.getmodule(value) for value in names.values() if inspect.isclass(value) or inspect.isfunction(value)}
+    modules = {inspect.getmodule(value) for value in names.values()
+               if inspect.isclass(value) or inspect.isfunction(value)}
     modules |= {value for value in names.values() if inspect.ismodule(value) and value.__name__.startswith("s09")}
     for module in filter(None, modules):
         found |= {value for name, value in vars(module).items() if inspect.isclass(value) and not name.startswith("_")}
@@ -105,7 +106,8 @@ def candidates(callee: list[str], names: dict) -> list:
         if target is not None:
             return [target]
     method = callee[-1]
-    methods = [getattr(cls, method) for cls in classes_in(names) if method in dir(cls) and callable(getattr(cls, method))]
+    methods = [getattr(cls, method) for cls in classes_in(names)
+               if method in dir(cls) and callable(getattr(cls, method))]
     # a bare `read_from(n)` may name a function the notebook reaches or a method of a class it reaches
     return ([names[first]] if not rest and first in names else []) + methods
 
@@ -171,5 +173,5 @@ def test_the_check_finds_calls_and_can_fail():
                       "`subscribe(5)`", "`fork()`"], notebook)
     assert [line.split("`")[1] for line in found] == ["JSONLTranscript(path, integrity=True)", "fork()",
                                                       "no_such_function(1)", "replay(1, 2, 3)", "subscribe(5)"], found
-    assert problems(["`os.write(fd, data)`", "`close()`", "`fork(name, 3)`", "`DurableTranscript(path, integrity=True)`"],
-                    notebook) == []
+    assert problems(["`os.write(fd, data)`", "`close()`", "`fork(name, 3)`",
+                     "`DurableTranscript(path, integrity=True)`"], notebook) == []
