@@ -294,12 +294,11 @@ def test_the_summaries_of_notebook_7_are_chinese_and_hold_the_english_numbers():
         assert sorted(NUMBER.findall(said)) == sorted(NUMBER.findall(in_english(summary, argument))), summary.__name__
     header = production.batching_summary(measured).splitlines()[0]
     assert header.split() == ["批次大小", "每秒事件数（中位数）", "是逐条", "append", "速率的几倍"]
-    for check in (production.LibraryVsBare(60, 20, 43), production.LibraryVsBare(60, 50, 43),
-                  production.LibraryVsBare(5, 5, 6)):
+    for check in (production.LibraryVsBare(60, 20), production.LibraryVsBare(5, 5)):
         english = in_english(str, check)
         assert chinese(str(check)) and sorted(NUMBER.findall(str(check))) == sorted(NUMBER.findall(english))
-    assert str(production.LibraryVsBare(60, 20, 43)) == (
-        "60 轮里有 20 轮 append 比裸的 os.write + fsync 还快，少于噪声允许的 43 轮：测量可信")
+    assert str(production.LibraryVsBare(60, 20)) == (
+        "60 轮里有 20 轮 append 用时比裸的 os.write + fsync 还短（计时有噪声：这个次数只显示，不检查）")
 
 
 def test_the_recovery_plans_and_tables_of_notebook_7_are_chinese():

@@ -3,7 +3,6 @@ plans after a crash inside a turn, the crash lab pressed like a student would, a
 (in both languages: notebooks/en and notebooks/zh, each against the module's text in that language)."""
 
 import json
-import math
 import random
 import re
 import statistics
@@ -59,36 +58,16 @@ def paired(library, bare):
     return {"append": list(library), "bare": list(bare)}
 
 
-def test_the_issues_measurement_is_flagged_as_broken():
-    """Notebook 7 once plotted append at 249 us against 609 us for the bare write + fsync it wraps."""
+def test_the_faster_rounds_are_counted_and_said_without_a_verdict():
+    """Notebook 7 once plotted append at 249 us against 609 us: a count to show, which no run can make false."""
     rng = random.Random(7)
     samples = paired([249e-6 * rng.uniform(0.9, 1.1) for _ in range(20)],
                      [609e-6 * rng.uniform(0.9, 1.1) for _ in range(20)])
     check = production.library_vs_bare(samples)
-    assert (check.rounds, check.faster_rounds, check.ok) == (20, 20, False)
-    assert "broken" in str(check) and "20 of 20" in str(check)
-
-
-def test_noise_and_a_slower_library_pass():
-    rng = random.Random(3)
-    same = [rng.lognormvariate(math.log(300e-6), 0.8) for _ in range(120)]
-    noisy = production.library_vs_bare(paired(same[:60], same[60:]))  # one distribution: pure noise
-    slower = production.library_vs_bare(paired([s * 1.2 for s in same[60:]], same[60:]))
-    assert noisy.ok and slower.ok and slower.faster_rounds == 0
-    assert "fewer than the 43 noise allows" in str(noisy)
-
-
-def test_the_limit_is_the_count_noise_reaches_once_in_a_thousand_runs():
-    # P(X >= 18) for X ~ Binomial(20, 1/2) is 211 / 2**20 (0.0002); P(X >= 17) is 1351 / 2**20 (0.0013)
-    bare = [1.0] * 20
-    assert production.library_vs_bare(paired([0.5] * 17 + [2.0] * 3, bare)).ok
-    at_limit = production.library_vs_bare(paired([0.5] * 18 + [2.0] * 2, bare))
-    assert (at_limit.limit, at_limit.ok) == (18, False)
-
-
-def test_too_few_rounds_cannot_fail_and_say_so():
-    check = production.library_vs_bare(paired([0.1] * 5, [1.0] * 5))
-    assert check.ok and check.limit == 6 and "cannot tell" in str(check)
+    assert (check.rounds, check.faster_rounds) == (20, 20)
+    assert "in 20 of 20 rounds" in str(check) and "shown, not checked" in str(check)
+    slower = production.library_vs_bare(paired([2.0] * 5 + [0.5], [1.0] * 6))
+    assert (slower.rounds, slower.faster_rounds) == (6, 1)
     with pytest.raises(ValueError):
         production.library_vs_bare(paired([], []))
 
@@ -435,15 +414,17 @@ def test_the_saved_widget_agrees_with_the_output_it_produced(language):
     assert "".join(text_outputs(summary)).strip() == production.crash_text(1, point, plan)
 
 
-def test_the_saved_sanity_check_passed_and_no_cell_cleans_up(language):
+def test_the_saved_timing_cells_assert_nothing_and_the_system_call_check_is_checked(language):
+    """A timing can come out either way on a loaded machine: no cell asserts on one (issue 30)."""
     cells = code_cells(saved(language))
-    check = next(cell for cell in cells if "library_vs_bare" in "".join(cell["source"]))
-    source = "".join(check["source"])
-    assert "assert verdict.ok" in source  # nbval ignores the count it prints, never a failed assert
-    limit = production.library_vs_bare(paired([2.0] * 60, [1.0] * 60)).limit  # 60 rounds, as the notebook runs
-    shown = "".join(text_outputs(check)).strip()
+    count = next(cell for cell in cells if "library_vs_bare" in "".join(cell["source"]))
+    assert "assert" not in "".join(count["source"]) and "NBVAL_IGNORE_OUTPUT" in "".join(count["source"])
+    shown = "".join(text_outputs(count)).strip()
     faster = int(re.search(r"里有 (\d+) 轮" if language == "zh" else r"in (\d+) of 60 rounds", shown).group(1))
-    assert faster < limit and shown == str(production.LibraryVsBare(60, faster, limit))
+    assert shown == str(production.LibraryVsBare(60, faster))
+    calls = next(cell for cell in cells if "system_calls_of(" in "".join(cell["source"]))
+    assert "NBVAL_IGNORE_OUTPUT" not in "".join(calls["source"])  # deterministic: nbval compares it
+    assert "[('os.write', " in "".join(text_outputs(calls)) and "('os.fsync',)]" in "".join(text_outputs(calls))
     assert not any("cleanup(" in "".join(cell["source"]) for cell in cells)
 
 

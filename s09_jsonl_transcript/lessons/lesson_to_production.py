@@ -16,7 +16,6 @@ messages (an anomaly, an exception) stay as they are.
 from __future__ import annotations
 
 import html
-import math
 import os
 import statistics
 import sys
@@ -154,57 +153,33 @@ def quartiles(values) -> tuple[float, float, float]:
     return low, middle, high
 
 
-# --------------------------------------------------------------------------- the sanity check
-
-
-def _binomial_tail(n: int, k: int) -> float:
-    """P(X >= k) for X ~ Binomial(n, 1/2): the chance of k or more heads in n fair coin flips."""
-    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+# --------------------------------------------------------------------------- the rounds that came out faster
 
 
 @dataclass(frozen=True)
 class LibraryVsBare:
-    """How often the library's append took less time than a bare write + fsync of the same bytes.
+    """In how many rounds the library's append took less time than a bare write + fsync of the same bytes.
 
-    The library does that same write and that same fsync, plus its own work, so it cannot really be
-    faster. In a sound measurement it may still come out faster in some rounds, by noise: with the
-    order alternating, in about half of them at most. It being faster in `limit` or more of the rounds
-    has a chance of at most 1 in 1000 from noise alone: then the measurement, not the library, is wrong.
+    A count to show, never to assert on: the library does that same write and fsync plus its own work,
+    yet on a busy machine noise can put it ahead in any number of rounds. What append does is checked
+    without a clock, by counting its system calls (notebook 7).
     """
 
     rounds: int
     faster_rounds: int
-    limit: int
-
-    @property
-    def ok(self) -> bool:
-        return self.faster_rounds < self.limit
 
     def __str__(self):
-        if self.limit > self.rounds:
-            return tr("with {rounds} rounds no count is beyond noise at 1 in 1000: the check cannot tell",
-                      rounds=self.rounds)
-        if self.ok:
-            return tr("append came out faster than the bare os.write + fsync in {faster} of {rounds} rounds, "
-                      "fewer than the {limit} noise allows: the measurement is sound",
-                      faster=self.faster_rounds, rounds=self.rounds, limit=self.limit)
-        return tr("append was faster than the bare os.write + fsync in {faster} of {rounds} rounds, "
-                  "beyond noise (fewer than {limit} expected): the measurement is broken, not the library",
-                  faster=self.faster_rounds, rounds=self.rounds, limit=self.limit)
+        return tr("append took less time than the bare os.write + fsync in {faster} of {rounds} rounds "
+                  "(timings are noisy: this count is shown, not checked)",
+                  faster=self.faster_rounds, rounds=self.rounds)
 
 
-def library_vs_bare(samples: dict[str, list[float]], library: str = "append", bare: str = "bare",
-                    false_alarm: float = 0.001) -> LibraryVsBare:
-    """Count the paired rounds in which library < bare, and the count noise alone reaches with chance <= false_alarm.
-
-    With fewer than 10 rounds no count is beyond noise at 1 in 1000 (limit = rounds + 1): the check cannot fail.
-    """
+def library_vs_bare(samples: dict[str, list[float]], library: str = "append", bare: str = "bare") -> LibraryVsBare:
+    """Count the paired rounds in which library < bare."""
     pairs = list(zip(samples[library], samples[bare]))
     if not pairs:
         raise ValueError("no paired samples to compare")
-    n = len(pairs)
-    limit = next((k for k in range(n + 1) if _binomial_tail(n, k) <= false_alarm), n + 1)
-    return LibraryVsBare(n, sum(a < b for a, b in pairs), limit)
+    return LibraryVsBare(len(pairs), sum(a < b for a, b in pairs))
 
 
 # --------------------------------------------------------------------------- plots and what they show
