@@ -333,11 +333,13 @@ def test_a_chinese_tampering_assembles_to_exactly_the_english_run(tamper):
     # The answer cell runs in the student's kernel: with this test's 3 s cell limit, its death is seen either
     # by the heartbeat or by the call's own time limit, whichever comes first.
     ("os_exit", "AnswerFailed: the "),
-    ("kernel_crash", "AnswerFailed: the "),
-    ("infinite_loop", "timed out · 超时: Timeout of 3"),
-    ("hidden_tracebacks", "kept from its output (was the error display changed?) · 这个单元抛出了错误"),
-    ("kills_pytest", "the grading run ended early"),
-    ("zh/kills_pytest", "评分运行提前结束了"),
+    ("infinite_loop", "AnswerFailed: the call ran longer than"),
+    # Sabotage at the top level of an answer cell reaches only the student's kernel: the checks run in the
+    # trusted kernel, which sees an answer cell that defines no answer, and says so.
+    ("kernel_crash", "NameError: name 'last_turn_length' is not defined"),
+    ("hidden_tracebacks", "NameError: name 'last_turn_length' is not defined"),
+    ("kills_pytest", "NameError: name 'last_turn_length' is not defined"),
+    ("zh/kills_pytest", "NameError: name 'last_turn_length' is not defined"),
 ])
 def test_a_sabotaged_run_explains_what_happened(tamper_reports, tamper, feedback):
     assert feedback in tamper_reports[tamper]["checks"][0]["feedback"]
