@@ -42,7 +42,9 @@ def third_party_imports(path: Path) -> set:
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
-    return {name for name in names if name not in sys.stdlib_module_names and name != "s09_jsonl_transcript"}
+    # __main__ is the running program (the student's kernel's namespace), not a package
+    return {name for name in names if name not in sys.stdlib_module_names
+            and name not in ("__main__", "s09_jsonl_transcript")}
 
 
 def part_of(path: Path) -> str:
