@@ -247,7 +247,8 @@ class _State:
         started = [thread for thread in threading.enumerate() if thread.ident not in self.threads and thread.is_alive()
                    and not _is_zmq_collector(thread)]
         if started:
-            found.append(f"a thread started by the notebook is still running ({started[0].name})")
+            name = started[0].name.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate survives JSON
+            found.append(f"a thread started by the notebook is still running ({name})")
         return found
 
 
