@@ -264,11 +264,14 @@ def last_turn_length(events):
 OUTPUT_BOMB = 'print("x" * 50_000_000)\n'
 PRINT_LOOP = 'while True:\n    print("y" * 1000)\n'
 MEASURE = """
-import json, resource, sys
+import json, sys
 from s09_jsonl_transcript.grading.cli import main
 status = main(sys.argv[1:])
-print(json.dumps({"status": status, "grader": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "largest_child": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+# VmHWM, not ru_maxrss: a process started by vfork and exec keeps its parent's peak in ru_maxrss, so it would
+# report the peak of the pytest that started it (about 200 MiB late in the slow tier), not the grader's own.
+with open("/proc/self/status") as own:
+    peak = next(int(line.split()[1]) for line in own if line.startswith("VmHWM"))
+print(json.dumps({"status": status, "grader": peak}))
 """
 # What the README states: the grader's own process stays under this; each sandboxed process under its limit.
 GRADER_BOUND_KIB = 200 * 1024
