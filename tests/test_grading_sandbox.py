@@ -336,9 +336,6 @@ def test_a_memory_bomb_scores_zero_with_its_reason_and_stays_under_the_limit(tmp
     assert grader < GRADER_BOUND_KIB
 
 
-# The two-kernel grader scores these 0 (the first assertion holds), but does not yet name the student kernel's
-# flood or stop in the report's reason (issue 25, left open).
-@pytest.mark.xfail(strict=True, reason="the student kernel's output flood and SIGSTOP are not yet named in the reason")
 @pytest.mark.parametrize("bomb", [OUTPUT_BOMB, PRINT_LOOP], ids=["one-50MB-print", "print-loop"])
 def test_an_output_bomb_scores_zero_with_its_reason_and_pytest_stays_small(tmp_path, bomb):
     require_sandbox()
@@ -353,9 +350,6 @@ def test_an_output_bomb_scores_zero_with_its_reason_and_pytest_stays_small(tmp_p
 # --------------------------------------------------------------------------- a stopped kernel
 
 
-# The two-kernel grader scores these 0 (the first assertion holds), but does not yet name the student kernel's
-# flood or stop in the report's reason (issue 25, left open).
-@pytest.mark.xfail(strict=True, reason="the student kernel's output flood and SIGSTOP are not yet named in the reason")
 def test_a_kernel_that_stops_itself_is_reported_as_stopped_not_dead(tmp_path):
     code = "import os, signal\n\n\ndef last_turn_length(events):\n    os.kill(os.getpid(), signal.SIGSTOP)\n"
     report = grade_submission(submission(tmp_path, "sigstop", code), SOURCES,

@@ -109,13 +109,6 @@ def test_with_the_guard_the_technique_scores_zero(with_guard, technique):
     assert len(report["checks"]) == len(SOURCES["ex01"].checks), "hidden checks count too"
 
 
-# The two-kernel grader scores these techniques 0 because its checks run where they cannot reach; the guard
-# in the student's kernel does not yet carry its findings into the report (issue 25, left open).
-GUARD_FINDINGS_NOT_CARRIED = pytest.mark.xfail(strict=True, reason="the guard's findings are not yet carried "
-                                               "through the two-kernel run into the report")
-
-
-@GUARD_FINDINGS_NOT_CARRIED
 @pytest.mark.parametrize("technique", sorted(set(TECHNIQUES) - CAUGHT_BY_THE_VALUES) + [f"zh/{CHINESE_TECHNIQUE}"])
 def test_with_the_guard_the_technique_is_reported_as_tampering(with_guard, technique):
     report = with_guard[technique]
@@ -125,7 +118,6 @@ def test_with_the_guard_the_technique_is_reported_as_tampering(with_guard, techn
     assert len(report["checks"]) == len(SOURCES["ex01"].checks), "hidden checks count too"
 
 
-@GUARD_FINDINGS_NOT_CARRIED
 @pytest.mark.parametrize("technique, found", [
     ("input_transformer", "an input transformer was added or removed (cleanup_transforms)"),
     ("ast_transformer", "an AST transformer was added or removed"),
@@ -153,3 +145,14 @@ def test_a_submission_written_against_the_guard_itself_gains_nothing(with_guard)
     """Code that reads the guard's key from its memory forges its verdicts; the values still decide."""
     report = with_guard["against_the_guard"]
     assert report["score"] == 0, scores(report)
+
+
+def test_a_slip_at_the_top_of_an_answer_cell_is_not_taken_for_tampering(tmp_path):
+    """A cell that fails after defining its answer ends without the guard's verdict in its reply: the
+    grader asks for the verdict again rather than calling an honest mistake tampering."""
+    slipped = reference_answers("ex01")["ex01-turn-length"] + "\n\nundefined_name  # NameError after the answer\n"
+    write_notebook(tmp_path / "ex01_slip.ipynb", with_answers("ex01", {"ex01-turn-length": slipped}))
+    report = graded(tmp_path, detect=True)["slip"]
+    assert report["reason"] is None and "guard_findings" not in report, report
+    turn_length = [check for check in report["checks"] if check["name"] in ("ex01.1", "ex01.2")]
+    assert all(check["score"] == check["max_score"] for check in turn_length), scores(report)

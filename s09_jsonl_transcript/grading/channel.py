@@ -43,6 +43,7 @@ PROGRAM_VARIABLE = "S09_STUDENT_PROGRAM"  # the cells the student's kernel runs,
 EXCHANGE_VARIABLE = "S09_EXCHANGE"  # the folder both kernels see
 TIMEOUT_VARIABLE = "S09_CALL_TIMEOUT"  # seconds one call (or one cell of the program) may take
 GUARD_VARIABLE = "S09_STUDENT_GUARD"  # the guard's key file, when the student's kernel has the guard
+STATE_VARIABLE = "S09_STUDENT_STATE"  # a file the grader fills in, from outside, once the kernel stops or goes
 MESSAGE_LIMIT = 64 << 20  # bytes: a longer message from the student's kernel is dropped unread
 EXCHANGE_LIMIT = 64 << 20  # bytes copied back from the exchange folder after one call
 _HEARTBEAT_GRACE = 3.0  # seconds without a heartbeat before the student's kernel counts as dead
@@ -54,6 +55,19 @@ class AnswerFailed(RuntimeError):
 
 class TamperingDetected(BaseException):
     """The guard in the student's kernel saw its machinery changed (not an Exception: checks cannot catch it)."""
+
+
+class StudentOutputLimit(BaseException):
+    """The student's kernel printed more than the output limit (its guard said so); the notebook stops here."""
+
+
+class StudentKernelStopped(BaseException):
+    """The student's kernel was stopped (SIGSTOP), as the grader saw from outside; the notebook stops here."""
+
+
+OUTPUT_LIMIT_ERROR = "OutputLimitExceeded"  # the guard's exception, raised inside the student's kernel
+STOPPED = "stopped"  # what the grader writes in the state file for a kernel stopped by a signal
+GONE = "gone"  # ... and for a kernel that is no longer there
 
 
 def _lesson_exceptions() -> dict:
@@ -209,8 +223,7 @@ class StudentKernel:
             if client.hb_channel.is_beating():
                 last_beat = now
             elif now - last_beat > min(_HEARTBEAT_GRACE, _timeout() / 3):
-                self._lost = "the student's kernel died"
-                raise AnswerFailed("the student's kernel died during this call")
+                self._no_heartbeat()
             ready = dict(poller.poll(200))
             if client.stdin_channel.socket in ready:
                 request = _parsed(client.stdin_channel.get_msg(timeout=0))
@@ -225,8 +238,26 @@ class StudentKernel:
             if client.shell_channel.socket in ready:
                 reply = client.shell_channel.get_msg(timeout=0)
                 if reply.get("parent_header", {}).get("msg_id") == message_id:
-                    self._read_verdict(reply)
+                    self._read_reply(reply, result)
                     return result
+
+    def _no_heartbeat(self) -> None:
+        """The heartbeat stopped: raise why, as the grader saw it from outside; return while it has not seen it.
+
+        A kernel on a busy machine can miss its beats and still be running: then the call's own time
+        limit decides. Without the grader's state file (a run by hand), no heartbeat means dead.
+        """
+        path = os.environ.get(STATE_VARIABLE)
+        try:
+            state = Path(path).read_text(encoding="utf-8").strip() if path else GONE
+        except OSError:
+            state = GONE
+        if state == STOPPED:
+            self._lost = "the student's kernel was stopped (SIGSTOP)"
+            raise StudentKernelStopped(self._lost)
+        if state == GONE:
+            self._lost = "the student's kernel died"
+            raise AnswerFailed("the student's kernel died during this call")
 
     # ------------------------------------------------------------------ the guard (defence in depth)
 
@@ -243,6 +274,18 @@ class StudentKernel:
         if self._guard_key is None and path:
             self._guard_key = bytes.fromhex(json.loads(Path(path).read_text(encoding="utf-8"))["key"])
         return self._guard_key
+
+    def _read_reply(self, reply: dict, result) -> None:
+        """Stop on the output limit; else make sure of the guard's verdict, also after a cell that failed."""
+        content = reply.get("content") or {}
+        raised = result.get("raised") if isinstance(result, dict) else content.get("ename")
+        if self._guard() is not None and raised == OUTPUT_LIMIT_ERROR:
+            self._lost = "the student's kernel printed more than the output limit"
+            raise StudentOutputLimit(self._lost)
+        if content.get("status") == "ok":
+            self._read_verdict(reply)
+        elif self._guard() is not None:  # no user expressions after an error: an empty cell brings the verdict
+            self._execute("", allow_stdin=False, serve=False)
 
     def _read_verdict(self, reply: dict) -> None:
         """Raise TamperingDetected when the guard's signed verdict is missing, forged or names a change."""

@@ -375,10 +375,14 @@ def _judge(item, call, report) -> tuple:
         if interference:
             _send(item.config, {"kind": "tampering", "what": interference})
             return "failed", labelled(TAMPERING, interference)
-    found = _tampering_found(item) if report.when == "call" and _role(item) == "check" else None
+    found = _tampering_found(item) if report.when == "call" else None
     if found is not None:  # the channel's guard check (channel.TamperingDetected) stopped the calls
         _send(item.config, {"kind": "tampering", "what": found})
         return "failed", labelled(TAMPERING, STUDENT_GUARD_FOUND)
+    why = _student_kernel_stopped(item) if report.when == "call" else None
+    if why is not None and getattr(item.config, "_s09_stopped", None) is None:
+        _stop(item.config, item.parent.kernel, why)
+        return "failed", labelled(STOPPED, why)
     if report.passed:
         if status not in (None, "ok"):
             return "failed", HIDDEN_ERROR
@@ -389,10 +393,7 @@ def _judge(item, call, report) -> tuple:
     if _is_hidden(item) and not getattr(item.config, "_s09_collect", False):
         return "failed", _hidden_failure(item, call)
     if _error_names(item) & {OUTPUT_LIMIT_ERROR} and getattr(item.config, "_s09_stopped", None) is None:
-        limit = f"{item.config._s09_output_limit:,}"
-        _stop(item.config, item.parent.kernel, both(
-            f"the notebook printed more than the output limit of {limit} characters, so it was stopped",
-            f"笔记本的输出超过了 {limit} 个字符的上限，因此被终止"))
+        _stop(item.config, item.parent.kernel, _output_limit_reason(item.config))
         return "failed", labelled(STOPPED, item.config._s09_stopped)
     feedback = _describe_failure(item, call.excinfo.value if call.excinfo else None, status)
     if hasattr(report, "wasxfail"):  # nbval expects every cell after a timeout to fail
@@ -402,6 +403,22 @@ def _judge(item, call, report) -> tuple:
 
 STUDENT_GUARD_FOUND = both("the guard in the student's kernel found its machinery changed",
                            "学生内核里的守卫发现内核的机制被改动过")
+
+
+def _student_kernel_stopped(item) -> str | None:
+    """Why the student's kernel was ended in this cell (the channel raised it, by name), or None."""
+    names = _error_names(item)
+    if "StudentOutputLimit" in names:
+        return _output_limit_reason(item.config)
+    if "StudentKernelStopped" in names:
+        return KERNEL_STOPPED
+    return None
+
+
+def _output_limit_reason(config) -> str:
+    limit = f"{config._s09_output_limit:,}"
+    return both(f"the notebook printed more than the output limit of {limit} characters, so it was stopped",
+                f"笔记本的输出超过了 {limit} 个字符的上限，因此被终止")
 
 
 def _tampering_found(item) -> str | None:

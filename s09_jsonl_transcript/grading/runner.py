@@ -111,6 +111,9 @@ def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) 
 SANDBOX_CHANNEL = "/tmp/channel"  # the folder both sandboxes of a grading see, at the same path
 PROGRAM = "student_program.json"  # in the trusted run's folder only
 STUDENT_GUARD = "student_guard.json"  # the guard's key, for the trusted side
+SANDBOX_WATCH = "/tmp/watch"  # the trusted sandbox's view of the folder where the grader says how the student's
+STUDENT_STATE = "state"  # kernel is (the file in it); the student's sandbox does not see it
+_WATCH_SECONDS = 0.1
 
 
 @dataclass
@@ -121,6 +124,7 @@ class _Student:
     channel: Path  # the shared folder: the connection file, the exchange folder
     files: dict  # relative path -> host file, for the student's sandbox
     environment: dict  # what the trusted kernel needs to know about the channel
+    watch: Path | None = None  # on the host: the folder where the watcher says the kernel stopped or went
     process: subprocess.Popen | None = None
 
 
@@ -150,12 +154,15 @@ def _prepare_student(scratch: Path, files: dict, program: tuple, settings: RunSe
                    channel.TIMEOUT_VARIABLE: f"{max(1.0, settings.cell_timeout * 0.8):g}"}
     trusted_root = sandbox.SANDBOX_ROOT if settings.sandboxed else str(scratch)
     trusted = {PROGRAM: json.dumps([{"label": label, "code": code} for label, code in program])}
+    watch = scratch / "watch"
+    watch.mkdir(mode=0o755)  # the grader writes here; the trusted sandbox (another user) only reads
     if settings.guard:
         guard_settings = json.dumps({"key": secrets.token_hex(32), "output_limit": settings.limits.output_bytes})
         contents[f"{Path(KERNEL_CONFIG).parent}/{GUARD_KEY_FILE}"] = guard_settings
         trusted[STUDENT_GUARD] = guard_settings
         environment[channel.GUARD_VARIABLE] = f"{trusted_root}/{STUDENT_GUARD}"
     environment[channel.PROGRAM_VARIABLE] = f"{trusted_root}/{PROGRAM}"
+    environment[channel.STATE_VARIABLE] = f"{SANDBOX_WATCH if settings.sandboxed else watch}/{STUDENT_STATE}"
     for relative, text in trusted.items():
         (scratch / relative).write_text(text, encoding="utf-8")
         files[relative] = scratch / relative
@@ -164,7 +171,7 @@ def _prepare_student(scratch: Path, files: dict, program: tuple, settings: RunSe
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     (folder / "run").mkdir()
-    return _Student(folder, shared, {relative: folder / relative for relative in contents}, environment)
+    return _Student(folder, shared, {relative: folder / relative for relative in contents}, environment, watch)
 
 
 _PORT_NAMES = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
@@ -176,6 +183,8 @@ class _student_kernel:
 
     def __init__(self, student: _Student | None, settings: RunSettings, **sandboxing):
         self.student, self.settings, self.sandboxing = student, settings, sandboxing
+        self.ending = threading.Event()
+        self.watcher = None
 
     def __enter__(self):
         if self.student is None:
@@ -184,18 +193,53 @@ class _student_kernel:
             self.student.process = _start_student_sandboxed(self.student, self.settings, **self.sandboxing)
         else:
             self.student.process = _start_student_unsandboxed(self.student)
+        self.watcher = threading.Thread(target=_watch_student, args=(self.student, self.ending), daemon=True)
+        self.watcher.start()
         return self.student
 
     def __exit__(self, *exc_info):
         process = self.student.process if self.student is not None else None
         if process is None:
             return
+        self.ending.set()
+        self.watcher.join()
         if self.settings.sandboxed:
             _end_sandbox(process)
         else:
             _kill_tree([_process_or_none(process.pid)] + (_process_or_none(process.pid).children(recursive=True)
                                                          if _process_or_none(process.pid) else []))
             process.wait()
+
+
+def _watch_student(student: _Student, ending: threading.Event) -> None:
+    """Until ending is set: once the student's kernel is stopped (SIGSTOP) or gone, say so in its state file.
+
+    The trusted side cannot see the student's processes (another sandbox); from here they are in view.
+    It reads the file only when the heartbeat has stopped, to tell a stopped kernel from a dead one.
+    """
+    said = ""
+    while not ending.wait(_WATCH_SECONDS) and said != channel.GONE:
+        state = _student_state(student.process)
+        if state != said:
+            fresh = student.watch / f".{STUDENT_STATE}"
+            fresh.write_text(state, encoding="utf-8")
+            fresh.replace(student.watch / STUDENT_STATE)  # whole: the trusted side never reads half of it
+            said = state
+
+
+def _student_state(process: subprocess.Popen) -> str:
+    """channel.STOPPED while the student's kernel is stopped, channel.GONE once it ended, else ""."""
+    if process.poll() is not None:
+        return channel.GONE
+    try:
+        tree = [psutil.Process(process.pid)]
+        tree += tree[0].children(recursive=True)  # sandboxed: bwrap, then the namespace's processes
+        kernels = [member for member in tree if "ipykernel_launcher" in member.cmdline()]
+        if any(kernel.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP) for kernel in kernels):
+            return channel.STOPPED
+    except psutil.Error:
+        pass  # a process went while we looked: the next look sees what is left
+    return ""
 
 
 def _kernel_command(connection_file: str) -> list:
@@ -314,7 +358,8 @@ def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int,
         _pytest_command(root, write_fd, settings),
         scratch_files={f"{root}/{relative}": str(path) for relative, path in files.items()},
         slot=slot, limits=settings.limits, environment=environment, keep_fds=(write_fd,), cwd=root, group=group,
-        package_view=view, shared_folders={SANDBOX_CHANNEL: str(student.channel)} if student else None)
+        package_view=view,
+        shared_folders={SANDBOX_CHANNEL: str(student.channel), SANDBOX_WATCH: str(student.watch)} if student else None)
     try:
         process = _start(command.argv, read_fd, write_fd, pass_fds=command.pass_fds, **command.popen_options)
     finally:
