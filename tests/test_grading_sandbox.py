@@ -8,9 +8,11 @@ claims when nothing stops it (so a pass here is the sandbox's doing, not a broke
 Tests of sandbox-only behaviour skip where bubblewrap cannot run, and fail under CI=true.
 """
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 from test_grading_support import (
     INSTRUCTOR,
@@ -180,6 +183,7 @@ def test_unsandboxed_the_same_daemon_survives_and_rewrites_its_report(tmp_path):
 
 def connecting(port: int) -> str:
     return reporting("NETWORK", f"""
+import signal
 import socket
 try:
     with socket.create_connection(("127.0.0.1", {port}), timeout=5) as connection:
@@ -391,14 +395,29 @@ def test_a_kernel_cannot_forge_cell_reports_through_proc(tmp_path):
     assert report["score"] == 0, [(check["name"], check["feedback"]) for check in report["checks"]]
 
 
-@pytest.mark.skip(reason="with two kernels, an unsandboxed root forger reaches the grading process itself "
-                  "(its forged lines name processes the grader then kills): unsafe inside the suite; docs/grading.md "
-                  "says an unsandboxed run has no boundary")
 @pytest.mark.skipif(os.name == "posix" and os.geteuid() != 0, reason="as an ordinary user, /proc is closed anyway")
-def test_unsandboxed_as_root_the_same_forger_scores_full_marks(tmp_path):
-    """Why a root grader must sandbox: root reaches any process's descriptors, non-dumpable or not."""
-    report = grade_submission(submission(tmp_path, "forger", FORGE_THROUGH_PROC), SOURCES, options=UNSANDBOXED)
-    assert report["score"] == FULL_MARKS
+def test_unsandboxed_as_root_the_same_forger_ends_the_grader_itself(tmp_path):
+    """Why a root grader must sandbox: unsandboxed, the student's kernel is the grader's own child, and
+    root reaches any process's descriptors: the forger writes into the grader's and kills it. No
+    report is written, so nothing forged is believed; but the class run is gone (docs/grading.md)."""
+    notebook = submission(tmp_path, "forger", FORGE_THROUGH_PROC)
+    scratch = tmp_path / "scratch"  # the grading's temporary folders, so that what is left can be found
+    scratch.mkdir()
+    try:
+        done = subprocess.run([sys.executable, "-m", "s09_jsonl_transcript.grading", "grade", str(notebook),
+                               "--reports", str(tmp_path / "reports"), "--sandbox", "off"], capture_output=True,
+                              timeout=300, cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)})
+    finally:
+        orphans = processes_mentioning(str(scratch))  # the trusted pytest and the student's kernel
+        for orphan in orphans:
+            with contextlib.suppress(psutil.Error):
+                orphans += orphan.children(recursive=True)
+        for orphan in orphans:
+            with contextlib.suppress(psutil.Error):
+                orphan.kill()
+        psutil.wait_procs(orphans, timeout=10)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    assert not list((tmp_path / "reports").glob("**/*.json"))
 
 
 # --------------------------------------------------------------------------- without bubblewrap
