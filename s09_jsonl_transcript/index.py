@@ -292,7 +292,7 @@ class SyncReport:
                     added=len(self.added), updated=len(self.updated), unchanged=len(self.unchanged),
                     removed=len(self.removed), damaged=len(self.damaged))]
         if self.rebuilt_because:
-            lines.insert(0, tr("index rebuilt from scratch: {reason}", reason=self.rebuilt_because))
+            lines.insert(0, tr("index rebuilt from scratch: {reason}", reason=i18n.library_text(self.rebuilt_because)))
         return "\n".join(lines)
 
 
@@ -535,7 +535,7 @@ def format_sessions(answer: Answer) -> str:
 
 
 def _not_used(answer: Answer) -> str:
-    return tr("(index not used: {reason}; scanned the JSONL)", reason=answer.fallback_reason)
+    return tr("(index not used: {reason}; scanned the JSONL)", reason=i18n.library_text(answer.fallback_reason))
 
 
 def format_hits(answer: Answer) -> str:
