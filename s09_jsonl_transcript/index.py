@@ -17,7 +17,8 @@ Transcripts live where JSONLTranscript.for_session puts them: ROOT/projects/<wor
 The index defaults to ROOT/index.sqlite3, the user's titles to ROOT/user-titles.sqlite3.
 
 What format_sessions, format_hits and a SyncReport say is in the language in use (i18n.use; the
-Chinese is in locale/zh/index.json); the reasons inside them (an exception's message) stay English.
+Chinese is in locale/zh/index.json); the reasons inside them (an exception's message, English in the
+exception) are shown through i18n.library_text (locale/zh/library.json).
 """
 
 from __future__ import annotations
