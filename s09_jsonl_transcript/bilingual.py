@@ -17,11 +17,17 @@ translated, so a change to the English cell marks its translation stale. A secti
 text still needs translating says "todo" instead of a fingerprint. The Chinese notebook is
 the English one with that text in its markdown cells and one code line changed: the first
 code cell's `i18n.use("en")` becomes `i18n.use("zh")`.
+
+A code cell may have a section too (the exercises' setup and answer cells do): the Chinese version
+of the cell, whose comments and docstrings are Chinese. It must be the English code but for its
+comments and docstrings (same_code), so both languages run the same program; "en" fingerprints the
+English code, and a change to it marks the section stale like a markdown cell's.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import hashlib
 import os
@@ -118,7 +124,7 @@ def extract(pair: Pair) -> list[str]:
     old = read_text(pair.text)
     sections, work = [], []
     for cell in english.cells:
-        if cell.cell_type != "markdown":
+        if cell.cell_type != "markdown" and cell.id not in old:  # a code cell keeps English code unless translated
             continue
         current = fingerprint(cell.source)
         section = old.get(cell.id)
@@ -175,9 +181,33 @@ def chinese_notebook(pair: Pair) -> nbformat.NotebookNode:
                 raise ValueError(f"{pair.text.name}: no Chinese text for markdown cell {cell.id} (run extract)")
             cell.source = section.text
         elif cell.cell_type == "code":
-            cell.source = cell.source.replace(LANGUAGE_LINE["en"], LANGUAGE_LINE["zh"])
+            cell.source = chinese_code(cell, sections)
             cell.outputs, cell.execution_count = [], None
     return chinese
+
+
+def chinese_code(english_cell, sections: dict) -> str:
+    """A code cell's Chinese source: its section when it has one (Chinese comments), else the English code."""
+    section = sections.get(english_cell.id)
+    source = section.text if section is not None else english_cell.source
+    return source.replace(LANGUAGE_LINE["en"], LANGUAGE_LINE["zh"])
+
+
+def _without_docstrings(tree: ast.AST) -> str:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def same_code(english: str, chinese: str) -> bool:
+    """True when two cells are one program: the same code once comments and docstrings are left out."""
+    try:
+        return _without_docstrings(ast.parse(english)) == _without_docstrings(ast.parse(chinese))
+    except SyntaxError:
+        return english == chinese
 
 
 def execute(path: Path, timeout: int = 120) -> float:
@@ -219,8 +249,8 @@ def problems(pair: Pair) -> list[str]:
         found.append("the two notebooks do not have the same cells in the same order "
                      f"(en {len(english.cells)} cells, zh {len(chinese.cells)})")
         return found
-    markdown_ids = {c.id for c in english.cells if c.cell_type == "markdown"}
-    for extra in sorted(set(sections) - markdown_ids):
+    cell_ids = {c.id for c in english.cells if c.cell_type in ("markdown", "code")}
+    for extra in sorted(set(sections) - cell_ids):
         found.append(f"{pair.text.name}: section for cell {extra}, which the English notebook does not have")
     for en_cell, zh_cell in zip(english.cells, chinese.cells):
         where = f"cell {en_cell.id}"
@@ -235,7 +265,15 @@ def problems(pair: Pair) -> list[str]:
             elif zh_cell.source != section.text:
                 found.append(f"{where}: the Chinese notebook is stale (run build)")
         elif en_cell.cell_type == "code":
-            if zh_cell.source != en_cell.source.replace(LANGUAGE_LINE["en"], LANGUAGE_LINE["zh"]):
+            section = sections.get(en_cell.id)
+            if section is not None and section.english_fingerprint == "todo":
+                found.append(f"{where}: the Chinese code is marked todo")
+            elif section is not None and section.english_fingerprint != fingerprint(en_cell.source):
+                found.append(f"{where}: the English code changed after its comments were translated")
+            elif section is not None and not same_code(en_cell.source, section.text):
+                found.append(f"{where}: the Chinese code is not the English code (only comments and docstrings "
+                             "may differ)")
+            elif zh_cell.source != chinese_code(en_cell, sections):
                 found.append(f"{where}: the code differs between the languages")
             elif not output_ignored(en_cell) and sorted(numbers_in(en_cell)) != sorted(numbers_in(zh_cell)):
                 found.append(f"{where}: the outputs hold different numbers "

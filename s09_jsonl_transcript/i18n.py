@@ -5,10 +5,18 @@
     tr = i18n.translator("events_on_disk")      # in a module: its Chinese text is locale/zh/events_on_disk.json
     tr("Next event")                    # the Chinese text when Chinese is in use, else the text itself
     tr("{count} lines", count=3)        # fields are filled in after the lookup
+    i18n.library_text(error)            # a library message (an exception's text), shown in the language in use
 
 English is the source: a module's strings are written in English and looked up, whole, in its
 catalog. tests/test_i18n.py checks that every string a module passes to its translator has a
 Chinese entry and that no entry is left over.
+
+The library's own messages (the lesson's exceptions, the reader's reasons, the gate's refusals, the
+index's and the turn fold's notes) stay English: tests and callers match them, and code.py, the
+lesson, imports nothing from the kit. Where a notebook shows one, it goes through library_text,
+which matches the English message against the patterns of locale/zh/library.json
+({"expected sequence {expected}, got {got}": "应为 sequence {expected}，实际为 {got}"}) and fills
+the Chinese one with the same fields, each field itself translated (a reason inside a location).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import warnings
 from functools import cache
 from pathlib import Path
@@ -84,6 +93,46 @@ class Translator:
 def translator(domain: str) -> Translator:
     """The translator of one module: its Chinese text lives in locale/zh/<domain>.json."""
     return Translator(domain)
+
+
+LIBRARY_DOMAIN = "library"  # locale/zh/library.json: the library's English messages as patterns
+_PATTERN_FIELD = re.compile(r"{(\w+)}")
+
+
+def message_pattern(english: str) -> re.Pattern:
+    """The regular expression of one catalog pattern: its text exactly, each {field} any text (a repeated field
+    the same text again)."""
+    parts, seen, position = [], set(), 0
+    for field in _PATTERN_FIELD.finditer(english):
+        parts.append(re.escape(english[position:field.start()]))
+        name = field.group(1)
+        parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
+        seen.add(name)
+        position = field.end()
+    parts.append(re.escape(english[position:]))
+    return re.compile("".join(parts), re.S)
+
+
+@cache
+def _library_patterns(language: str) -> tuple:
+    return tuple((message_pattern(english), chinese) for english, chinese in catalog(LIBRARY_DOMAIN, language).items())
+
+
+def library_text(message) -> str:
+    """A library message (an exception or its text) in the language in use; in English, str(message) itself.
+
+    The first pattern of locale/<language>/library.json that matches the whole message gives the text;
+    a message no pattern matches is shown as it is.
+    """
+    text = str(message)
+    language = current()
+    if language == "en":
+        return text
+    for pattern, translated in _library_patterns(language):
+        found = pattern.fullmatch(text)
+        if found:
+            return translated.format(**{name: library_text(value) for name, value in found.groupdict().items()})
+    return text
 
 
 def cjk_font_path() -> Path:

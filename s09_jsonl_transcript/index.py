@@ -17,7 +17,8 @@ Transcripts live where JSONLTranscript.for_session puts them: ROOT/projects/<wor
 The index defaults to ROOT/index.sqlite3, the user's titles to ROOT/user-titles.sqlite3.
 
 What format_sessions, format_hits and a SyncReport say is in the language in use (i18n.use; the
-Chinese is in locale/zh/index.json); the reasons inside them (an exception's message) stay English.
+Chinese is in locale/zh/index.json); the reasons inside them (an exception's message, English in the
+exception) are shown through i18n.library_text (locale/zh/library.json).
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ class SyncReport:
                     added=len(self.added), updated=len(self.updated), unchanged=len(self.unchanged),
                     removed=len(self.removed), damaged=len(self.damaged))]
         if self.rebuilt_because:
-            lines.insert(0, tr("index rebuilt from scratch: {reason}", reason=self.rebuilt_because))
+            lines.insert(0, tr("index rebuilt from scratch: {reason}", reason=i18n.library_text(self.rebuilt_because)))
         return "\n".join(lines)
 
 
@@ -535,7 +536,7 @@ def format_sessions(answer: Answer) -> str:
 
 
 def _not_used(answer: Answer) -> str:
-    return tr("(index not used: {reason}; scanned the JSONL)", reason=answer.fallback_reason)
+    return tr("(index not used: {reason}; scanned the JSONL)", reason=i18n.library_text(answer.fallback_reason))
 
 
 def format_hits(answer: Answer) -> str:

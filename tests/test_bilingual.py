@@ -88,6 +88,36 @@ def test_code_that_differs_beyond_the_language_line_is_caught(translated):
     assert problems(translated) == ["cell count: the code differs between the languages"]
 
 
+def with_chinese_code(pair, code: str) -> None:
+    """Give the "count" code cell a section (its Chinese version) and rebuild."""
+    english = {c.id: c.source for c in nbformat.read(pair.english, as_version=4).cells}
+    sections = list(read_text(pair.text).values()) + [Section("count", fingerprint(english["count"]), code)]
+    write_text(pair.text, pair.name, sections)
+    build(pair, run=False)
+
+
+def test_a_code_cell_may_say_its_comments_in_chinese(translated):
+    with_chinese_code(translated, "# 打印两个数\nprint(12, 5)  # 十二和五")
+    assert nbformat.read(translated.chinese, as_version=4).cells[3].source == "# 打印两个数\nprint(12, 5)  # 十二和五"
+    assert problems(translated) == []
+    assert extract(translated) == []  # the code cell's section is kept
+
+
+def test_chinese_code_that_is_another_program_is_caught(translated):
+    with_chinese_code(translated, "# 打印两个数\nprint(12, 6)")
+    assert problems(translated) == ["cell count: the Chinese code is not the English code (only comments and "
+                                    "docstrings may differ)"]
+
+
+def test_a_changed_english_code_cell_marks_its_chinese_comments_stale(translated):
+    with_chinese_code(translated, "# 打印两个数\nprint(12, 5)")
+    english = nbformat.read(translated.english, as_version=4)
+    english.cells[3].source = "print(12, 5, 1)"
+    nbformat.write(english, translated.english)
+    assert problems(translated) == ["cell count: the English code changed after its comments were translated"]
+    assert extract(translated) == ["count"]
+
+
 def test_a_chinese_notebook_not_rebuilt_after_a_translation_is_stale(translated):
     translate(translated, {"intro": "# 1. 玩具", "prose": "十二个事件变成**五**条消息。"})
     assert problems(translated) == ["cell intro: the Chinese notebook is stale (run build)"]

@@ -5,7 +5,9 @@ Whether they score what they should is tested in test_grading_runs.py, through t
 """
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import nbformat
@@ -13,7 +15,7 @@ import pytest
 import tomllib
 from test_glossary import avoided_words
 
-from s09_jsonl_transcript.bilingual import has_chinese, read_text
+from s09_jsonl_transcript.bilingual import has_chinese, read_text, same_code
 from s09_jsonl_transcript.grading.source import load_sources, pass_line
 from s09_jsonl_transcript.grading.words import SEPARATOR
 
@@ -170,11 +172,37 @@ def test_the_chinese_notebook_is_the_english_one_with_chinese_markdown(name):
     sections = read_text(EXERCISES / "zh" / "text" / name.replace(".ipynb", ".md"))
     for en_cell, zh_cell in zip(english.cells, chinese.cells):
         assert en_cell.metadata == zh_cell.metadata, "answer and check cells keep their s09 metadata and locks"
-        if en_cell.cell_type == "code":
+        if en_cell.cell_type == "code" and en_cell.id in sections:  # a setup or answer cell, Chinese comments
+            assert role(en_cell) != "check", "a check cell is bilingual already: one cell for both languages"
+            assert zh_cell.source == sections[en_cell.id].text != en_cell.source and has_chinese(zh_cell.source)
+            assert same_code(en_cell.source, zh_cell.source), "the grader runs the same code for both languages"
+        elif en_cell.cell_type == "code":
             assert zh_cell.source == en_cell.source, "the grader runs the same code for both languages"
         else:
             assert zh_cell.source == sections[en_cell.id].text != en_cell.source
             assert has_chinese(zh_cell.source)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_chinese_setup_and_answer_cells_say_their_comments_and_docstrings_in_chinese(name):
+    """What a Chinese student reads in the code: every comment and docstring of a setup or answer cell."""
+    for cell in student(name, "zh").cells:
+        if cell.cell_type != "code" or role(cell) == "check":
+            continue
+        tree = ast.parse(cell.source)
+        docstrings = [ast.get_docstring(node) for node in ast.walk(tree)
+                      if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Module)) and ast.get_docstring(node)]
+        comments = [token.string for token in tokenize.generate_tokens(io.StringIO(cell.source).readline)
+                    if token.type == tokenize.COMMENT]
+        english = [text for text in docstrings + comments if not has_chinese(text)]
+        assert english == [], f"cell {cell.id}: translate it in exercises/zh/text/{name.replace('.ipynb', '.md')}"
+
+
+def test_only_comments_and_docstrings_may_differ():
+    assert same_code('def f():\n    """Say it."""\n    return 1  # one\n',
+                     'def f():\n    """说。"""\n    return 1  # 一\n')
+    assert not same_code('def f():\n    return 1\n', 'def f():\n    return 2\n')
+    assert not same_code('x = "a"\n', 'x = "甲"\n')  # a string the program uses is code
 
 
 SOFT_BREAK = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]\n *[^\s\-#|`*\d]")

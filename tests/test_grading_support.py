@@ -127,3 +127,16 @@ def processes_mentioning(token: str) -> list:
         except psutil.Error:
             continue
     return found
+
+
+def assert_same_program(english, chinese) -> None:
+    """Two built notebooks run the same code: the cells alike but for comments and docstrings (a Chinese stub's)."""
+    from s09_jsonl_transcript.bilingual import same_code
+
+    assert [(cell.cell_type, cell.metadata) for cell in english.cells] == [
+        (cell.cell_type, cell.metadata) for cell in chinese.cells]
+    assert {key: value for key, value in english.items() if key != "cells"} == {
+        key: value for key, value in chinese.items() if key != "cells"}
+    for english_cell, chinese_cell in zip(english.cells, chinese.cells):
+        assert english_cell.source == chinese_cell.source or same_code(english_cell.source, chinese_cell.source), (
+            english_cell.get("id"))

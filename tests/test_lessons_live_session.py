@@ -254,8 +254,8 @@ def test_the_part_being_streamed_and_a_refusal_in_chinese(log, chinese):
     log.open_stream().delta("half of it")
     assert view.subscription.wait_delivered(timeout=HANG_SECONDS)
     assert "part-2 正在流式输出（只在内存中）：half of it" in view.screen.value  # part-<its part_start's sequence>
-    view.button.click()  # a turn is open: refused, and the library's reason is quoted as it is (English)
-    assert view.status.value.startswith("拒绝：turn 2 started while turn 1 was open")
+    view.button.click()  # a turn is open: refused, the library's reason shown in Chinese (i18n.library_text)
+    assert view.status.value.startswith("拒绝：turn 1 还开着时 turn 2 开始了")
 
 
 def test_the_state_machine_panel_in_chinese(tmp_path, chinese):
@@ -274,7 +274,7 @@ def test_the_state_machine_panel_in_chinese(tmp_path, chinese):
     panel.button.click()
     panel.step.value = "user message"
     panel.button.click()
-    assert panel.result.value.startswith("【用户消息】拒绝：user_message while paused")
+    assert panel.result.value.startswith("【用户消息】拒绝：paused 状态下的 user_message：状态机没有这样的转换")
     assert panel.result.value.endswith("状态 <b>paused</b>")
     panel.new.click()
     assert panel.result.value == "会话 2：新建，状态 <b>idle</b>"
@@ -359,12 +359,12 @@ def test_cursors_reconnects_and_hand_overs_said_in_chinese(log, chinese):
 def test_the_race_and_the_stress_said_in_chinese(log, tmp_path, chinese):
     said = live_session.race_to_close(log, racers=2)
     assert said == ("2 个线程同时尝试结束 turn 1：1 个成功，1 个被拒绝"
-                    "（turn_end for turn 1 but no turn is open）；文件里 turn 1 的 turn_end 事件：1 个")
+                    "（收到 turn 1 的 turn_end，但没有开着的 turn）；文件里 turn 1 的 turn_end 事件：1 个")
     assert live_session.stress_handover(tmp_path / "stress.jsonl", events=60, attaches=10) == (
         "一个线程提交 60 个事件的同时，10 个订阅者先后接入："
         "10 个按顺序、恰好一次地收到了各自游标之后的每个事件；0 个没有")
     assert live_session.refusal(lambda: log.record_tool_result("call_9", "?")) == (
-        "拒绝：result for call_9, which was never called")
+        "拒绝：call_9 的结果：从没有过这个调用")
     assert live_session.refusal(lambda: []) == "接受：没有要记录的事件"
 
 
@@ -373,7 +373,7 @@ def test_a_timed_out_session_said_in_chinese(tmp_path, chinese):
     assert said.splitlines() == [
         "31 秒后：状态 running，turn 1 未结束，待回应的工具调用 []",
         "121 秒后：状态 expired，没有未结束的 turn，待回应的工具调用 []",
-        "再开一个 turn → 拒绝：turn_start after the session expired (event 9): start a new session"]
+        "再开一个 turn → 拒绝：会话已过期（事件 9）之后的 turn_start：请开始一个新会话"]
     assert live_session.timeline_headers() == ("sequence", "记录时间（秒）", "类型", "内容")
     table = live_session.timeline_table(events).data
     assert "tool_timeout：上限 30，实测 31" in table and "turn 1（timeout）" in table and "记录时间（秒）" in table

@@ -205,7 +205,8 @@ def test_in_chinese_the_plot_the_form_and_every_text_shown_are_chinese(session, 
         assert form.result.value.startswith("第 1 次提交（transcript:session-5:7）：")
         assert "<b>候选</b>" in form.result.value and has_chinese(form.answer_text())
         form.submit(event_id_for(session.session_id, 3), "s", "r")
-        assert "<b>拒绝</b>" in form.result.value  # the library's reason itself stays English
+        assert "<b>拒绝</b>" in form.result.value  # and the library's reason, through i18n.library_text
+        assert "不能被选作 Memory 候选" in form.result.value
 
         refused = ask_gate(session, event_id_for(session.session_id, 3), "s", "r")
         damaged = tmp_path / "damaged" / session.path.name

@@ -4,9 +4,11 @@
   removed, no outputs. These are the notebooks in exercises/.
 - The Chinese student notebooks, exercises/zh/exNN_name.ipynb: the English student notebook with
   the Chinese text of its markdown cells from exercises/zh/text/exNN_name.md (the format of
-  notebooks/zh/text/, built with `bilingual`'s functions). Code cells, cell ids, answer and check
-  cells and the s09 metadata are the English notebook's (plus s09.language = "zh"), so the grader
-  grades either language's notebook the same way; checks print in both languages.
+  notebooks/zh/text/, built with `bilingual`'s functions). Cell ids, answer and check cells and the
+  s09 metadata are the English notebook's (plus s09.language = "zh"), and so is the code: a setup or
+  answer cell's section in the same text file gives its Chinese comments and docstrings, and may
+  differ from the English code in nothing else (bilingual.same_code), so the grader grades either
+  language's notebook the same way; checks print in both languages.
 - `selfcheck_notebook`: the same stubs and no hidden cells, but the visible checks keep their
   saved pass lines, so a student can grade against it without the instructor's copy.
 - `write_bundle`: a student-only folder holding both kinds, in both languages, and neither

@@ -74,10 +74,12 @@ def scenario_label(scenario: str) -> str:
 def verdict_text(found: Verdict) -> str:
     """A reader's verdict in words, in the language in use (in English, exactly str(found)).
 
-    The detail of a TranscriptCorruptionError is the library's own message and stays English.
+    The detail of a TranscriptCorruptionError is the library's own message (English), shown through
+    i18n.library_text.
     """
     if found.kind == CORRUPT:
-        return tr("TranscriptCorruptionError at line {line}: {detail}", line=found.line, detail=found.detail)
+        return tr("TranscriptCorruptionError at line {line}: {detail}", line=found.line,
+                  detail=i18n.library_text(found.detail))
     return tr("{verdict} ({events} events)", verdict=verdict_label(found.kind), events=found.events)
 
 

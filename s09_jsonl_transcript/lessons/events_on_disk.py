@@ -232,8 +232,8 @@ def read_back_text(transcript: DurableTranscript) -> str:
 
 
 def refused_text(error: Exception) -> str:
-    """A refused writer, and the library's reason (its exception message, in English)."""
-    return tr("refused: {error}", error=error)
+    """A refused writer, and the library's reason (its exception message, in the language in use)."""
+    return tr("refused: {error}", error=i18n.library_text(error))
 
 
 def newer_schema_text(record: dict, rebuilt: dict, before: dict, last_read: dict) -> str:

@@ -689,8 +689,8 @@ def same_as_folded_text(same: bool) -> str:
 
 
 def anomaly_text(anomaly) -> str:
-    """One turns.Anomaly: its event in the language in use, its message as the library wrote it."""
-    return tr("event {sequence}: {message}", sequence=anomaly.sequence, message=anomaly.message)
+    """One turns.Anomaly in the language in use (its message through i18n.library_text)."""
+    return tr("event {sequence}: {message}", sequence=anomaly.sequence, message=i18n.library_text(anomaly.message))
 
 
 def title_kept_text(index) -> str:

@@ -7,7 +7,8 @@ child process started with lab.start_child and killed with lab.kill_child.
 Every sentence a student reads (printed, in a widget, in a plot) comes from here, in the language
 chosen in the notebook's first cell (locale/zh/live_session.json holds the Chinese). What the
 session writes into its transcript (a message's content, an error result) is evidence, the same in
-both languages; the library's refusal reasons (CommitRefused) stay English and are quoted as such.
+both languages; the library's refusal reasons (CommitRefused) stay English in the library and are shown
+through i18n.library_text (locale/zh/library.json).
 """
 
 from __future__ import annotations
@@ -468,7 +469,7 @@ def race_to_close(log: SessionEventLog, racers: int = 2) -> str:
             outcomes["won"] += 1
         except CommitRefused as refused:
             outcomes["refused"] += 1
-            reasons.add(str(refused))
+            reasons.add(i18n.library_text(refused))
 
     threads = [threading.Thread(target=close) for _ in range(racers)]
     for thread in threads:
@@ -482,8 +483,8 @@ def race_to_close(log: SessionEventLog, racers: int = 2) -> str:
 
 
 def refused_said(refused: CommitRefused) -> str:
-    """'refused: <why>': why is the library's own message (English in both languages)."""
-    return tr("refused: {why}", why=refused)
+    """'refused: <why>': why is the library's own message, shown through i18n.library_text."""
+    return tr("refused: {why}", why=i18n.library_text(refused))
 
 
 def refusal(action) -> str:

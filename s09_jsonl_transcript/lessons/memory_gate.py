@@ -43,12 +43,12 @@ def ask_gate(transcript: DurableTranscript, event_id, summary, reason):
 
 def describe_answer(answer) -> tuple[str, str]:
     """(verdict, detail) for one answer of ask_gate, in the language in use: the candidate's source id, or
-    the refusal (the library's own message, which stays English)."""
+    the refusal (the library's own message, shown through i18n.library_text)."""
     if isinstance(answer, TranscriptMemoryCandidate):
         return tr("allowed"), tr("candidate for {source_id}", source_id=answer.source_id)
     if isinstance(answer, TranscriptCorruptionError):
-        return tr("refused"), tr("the transcript is damaged: {error}", error=answer)
-    return tr("refused"), str(answer)
+        return tr("refused"), tr("the transcript is damaged: {error}", error=i18n.library_text(answer))
+    return tr("refused"), i18n.library_text(answer)
 
 
 def answer_text(answer) -> str:

@@ -35,10 +35,11 @@ MAX_ZERO_BYTES = 64  # the widest zero-filled tail the widget offers
 def verdict_text(found: damage.Verdict) -> str:
     """A reader's verdict as one line in the language in use (str(found) in English).
 
-    A corrupt file's reason is the library's exception message: it stays English.
+    A corrupt file's reason is the library's exception message (English), shown through i18n.library_text.
     """
     if found.kind == damage.CORRUPT:
-        return tr("TranscriptCorruptionError at line {line}: {detail}", line=found.line, detail=found.detail)
+        return tr("TranscriptCorruptionError at line {line}: {detail}", line=found.line,
+                  detail=i18n.library_text(found.detail))
     return tr("{verdict} ({events} events)", verdict=verdict_label(found.kind), events=found.events)
 
 
@@ -157,7 +158,7 @@ def fail_closed_report(path) -> str:
         state = DurableTranscript(path).recover()
     except TranscriptCorruptionError as error:
         return tr("stops: TranscriptCorruptionError at line {line}: {reason}", line=error.line_number,
-                  reason=error.reason)
+                  reason=i18n.library_text(error.reason))
     pending = [call["callId"] for call in state["pending_calls"]]
     return tr("resumed: {events} events, {messages} messages, pending tool calls {pending}",
               events=state["total_events"], messages=state["message_count"], pending=pending)

@@ -201,8 +201,8 @@ def _own_session_line(path: Path, root: Path, number: int) -> str:
 
 
 def refused_text(error: Exception) -> str:
-    """A refusal, as the notebook prints it."""
-    return tr("refused: {error}", error=error)
+    """A refusal, as the notebook prints it (the library's message in the language in use)."""
+    return tr("refused: {error}", error=i18n.library_text(error))
 
 
 def files_under(root) -> str:
