@@ -6,7 +6,8 @@ the guard on and off; each scores exactly what its answers deserve:
 - forged prints: constant answers in a kernel that prints every pass line;
 - a self-filling return value: a list that claims to equal anything and copies expected values
   from the caller's frames;
-- reads that escape counting: mmap on the file's descriptor, or on any transcript on disk;
+- reads that escape counting: mmap on the file's descriptor, or on any transcript on disk, and an
+  orphaned grandchild that splices a transcript into a memfd for the answer to map;
 - an honest reader that reads less than the reference (256-byte steps), and an honest answer with
   another algorithm and a namedtuple where a tuple is asked for: full marks;
 - the reference answers with CRLF line endings, in a notebook of nbformat 4.4 without cell ids,
@@ -29,6 +30,7 @@ DESERVED = {
     "ex01_forged_prints": {"ex01.1"},  # last_turn_length returns 4, right only for ex01.1
     "ex04_self_filling": {"ex04.7"},  # it refuses a negative count, and reads nothing
     "ex04_mmap_reader": {"ex04.7"},  # the file has no descriptor and no transcript is on its disk
+    "ex04_grandchild_splice": {"ex04.7"},  # an orphaned grandchild finds no transcript to splice
     "ex04_small_steps": {check.name for check in SOURCES["ex04"].checks},
     "ex02_namedtuple": {check.name for check in SOURCES["ex02"].checks},
     "ex05_crlf": {check.name for check in SOURCES["ex05"].checks},
