@@ -17,7 +17,6 @@ from pathlib import Path
 
 import nbformat
 
-from .instrument import instrumented_check
 from .source import EXERCISE_NAME, METADATA_KEY, ExerciseSource, cell_role, source_text
 from .words import both, labelled
 
@@ -178,39 +177,13 @@ def strip_nbval_markers(code: str) -> str:
     return "\n".join(line for line in code.split("\n") if not _NBVAL_MARKER_LINE.match(line))
 
 
-def build_notebook(source: ExerciseSource, answers: dict, reference: dict | None = None) -> nbformat.NotebookNode:
-    """The pristine notebook with each answer cell's source replaced by the student's code.
-
-    With reference (code-cell index -> ReferenceCell, from a run of the instructor's answers with
-    this grading's seed), every check cell becomes its instrumented copy (instrument.py) and expects
-    what that cell printed in the reference run; a check with a read budget also carries the bytes
-    the reference run read. Without it (a self-check copy, which holds no answers to run) the checks
-    stay as they are and expect their pass lines.
-    """
+def build_notebook(source: ExerciseSource, answers: dict) -> nbformat.NotebookNode:
+    """The pristine notebook with each answer cell's source replaced by the student's code: the
+    one-kernel run of a self-check copy, whose checks expect their pass lines."""
     notebook = source.fresh_notebook()
     for answer in source.answers:
         notebook.cells[answer.cell_index].source = strip_nbval_markers(answers[answer.name])
-    if reference is not None:
-        expect_reference_values(notebook, source, reference)
     return notebook
-
-
-def instrumented_notebook(source: ExerciseSource) -> nbformat.NotebookNode:
-    """The pristine notebook (the instructor's answers in it) with every check cell instrumented."""
-    notebook = source.fresh_notebook()
-    for check, cell in _check_cells(notebook, source):
-        cell.source = instrumented_check(cell.source, check.name)
-    return notebook
-
-
-def expect_reference_values(notebook, source: ExerciseSource, reference: dict) -> None:
-    """Instrument every check cell and store the reference run's outputs as what it must print."""
-    for check, cell in _check_cells(notebook, source):
-        expected = reference[check.cell_index]
-        cell.source = instrumented_check(cell.source, check.name)
-        cell.outputs = [nbformat.from_dict(output) for output in expected.outputs]
-        if check.read_slack is not None and expected.bytes_read is not None:
-            cell.metadata[METADATA_KEY] = {**cell.metadata[METADATA_KEY], "reference_rchar": expected.bytes_read}
 
 
 def _check_cells(notebook, source: ExerciseSource) -> list:

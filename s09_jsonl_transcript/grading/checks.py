@@ -1,4 +1,4 @@
-"""Helpers that the exercises' notebooks and check cells use, and what a grading run prints.
+"""Helpers that the exercises' notebooks and check cells use.
 
 They live in the package, not in the notebooks, so that they are tested once and every check
 cell stays short enough to read. Inside the grading sandbox this module, the lesson (`code.py`)
@@ -8,9 +8,7 @@ an exercise's answer.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import os
 import random
 
@@ -106,7 +104,6 @@ def append_zeros(path, count: int = 16) -> None:
 # --------------------------------------------------------------------------- what a grading run compares
 
 SEED_VARIABLE = "S09_SEED"  # the grader sets it in the kernel's environment, one seed per grading run
-_LONG_VALUE = 1000  # characters of canonical JSON past which an observed value is shown by its hash
 
 
 def run_seed() -> int:
@@ -122,59 +119,3 @@ def check_random(check_name: str) -> random.Random:
     return random.Random(f"{run_seed()}/{check_name}")
 
 
-def plain_value(value, depth: int = 0):
-    """value as plain JSON data, read through the base types' own methods.
-
-    A subclass of str, int, list or dict is read as the base type's data (its overridden methods
-    are not called), so an object that claims to equal anything is only what it holds. Exceptions
-    become their type name; any other object becomes {"object": its type's name}.
-    """
-    if depth > 40:
-        return {"object": "nested too deeply"}
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, bool):
-        return bool.__bool__(value)
-    if isinstance(value, int):
-        return int.__index__(value)
-    if isinstance(value, float):
-        return float.__float__(value)
-    if isinstance(value, str):
-        return str.__getitem__(value, slice(None))
-    if isinstance(value, (bytes, bytearray)):
-        return {"bytes": bytes.hex(bytes(value))}
-    if isinstance(value, (list, tuple)):
-        items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
-        return [plain_value(item, depth + 1) for item in items]
-    if isinstance(value, dict):
-        return {_key_text(key): plain_value(item, depth + 1) for key, item in dict.items(value)}
-    if isinstance(value, (set, frozenset)):
-        return {"set": sorted(json.dumps(plain_value(item, depth + 1), sort_keys=True)
-                              for item in frozenset.__iter__(frozenset(value)))}
-    if isinstance(value, BaseException):
-        return {"exception": type(value).__name__}
-    return {"object": type(value).__name__}
-
-
-def _key_text(key) -> str:
-    plain = plain_value(key)
-    return plain if isinstance(plain, str) else json.dumps(plain, sort_keys=True)
-
-
-def observed_text(*thunks) -> str:
-    """One line of canonical JSON: what each thunk returns (or the type of what it raises)."""
-    values = []
-    for thunk in thunks:
-        try:
-            text = json.dumps(plain_value(thunk()), sort_keys=True, ensure_ascii=True)
-        except Exception as error:  # noqa: BLE001 - what an answer raises is an observation too
-            text = json.dumps({"raised": type(error).__name__})
-        if len(text) > _LONG_VALUE:
-            text = json.dumps({"sha256": hashlib.sha256(text.encode()).hexdigest(), "characters": len(text)})
-        values.append(text)
-    return "[" + ", ".join(values) + "]"
-
-
-def observe(*thunks) -> None:
-    """Print what the grader compares for one assertion of a check (a grading run calls it, see instrument.py)."""
-    print(observed_text(*thunks))

@@ -19,9 +19,9 @@ A notebook in which tampering was detected is graded 0 on every check, with the 
 
 No verdict depends on code in the student's kernel. For an instructor source, each grading run
 picks a seed; the instructor's reference answers run first, in a kernel of their own, with the
-check cells instrumented (instrument.py) and that seed; what each check printed there is what the
-student's run of the same cell must print, compared by nbval in the pytest process. A check with a
-read budget also compares the bytes the kernel read, measured from outside it. The guard stays as
+same two-kernel notebook and that seed; what each check cell printed there is what the trusted
+kernel's run of the same cell must print, compared by nbval in the pytest process. A read budget
+is counted by the trusted side, which serves the file (channel.py). The guard stays as
 a second line, and for its feedback; no score relies on it. Every text of a report is made
 printable (words.printable): a kernel's text reaches no terminal or file raw.
 """
@@ -160,10 +160,9 @@ class ReferenceFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class ReferenceCell:
-    """What one check cell printed in the reference run, and the bytes the kernel read meanwhile."""
+    """What one check cell printed in the reference run."""
 
     outputs: tuple
-    bytes_read: int | None
 
 
 _references: dict = {}
@@ -174,8 +173,8 @@ _references_lock = threading.Lock()
 def reference_values(source: ExerciseSource, settings: RunSettings) -> dict:
     """Code-cell index -> ReferenceCell for every check, from a run of the reference answers (cached per seed).
 
-    The run is a notebook of its own, in a fresh kernel, with the same instrumented check cells and
-    seed as the students' runs; it never sees a student's code. ReferenceFailed when a check did not
+    The run is a notebook of its own, in a fresh kernel, with the same check cells and seed as the
+    students' runs; it never sees a student's code. ReferenceFailed when a check did not
     pass there.
     """
     key = (str(source.path), settings.seed, settings.sandboxed, settings.cell_timeout, settings.limits)
@@ -199,7 +198,7 @@ def _run_reference(source: ExerciseSource, settings: RunSettings) -> dict:
         passed = printed.endswith(pass_line(check.name, check.points) + "\n")
         if outcome is None or not clean or not passed:
             failed.append(check.name)
-        found[check.cell_index] = ReferenceCell(outputs, outcome.bytes_read if outcome else None)
+        found[check.cell_index] = ReferenceCell(outputs)
     if failed:
         raise ReferenceFailed(f"the reference answers of {source.exercise} did not pass {', '.join(failed)} with seed "
                               f"{settings.seed} (reproduce with --seed {settings.seed}); pytest's output ends with:\n"

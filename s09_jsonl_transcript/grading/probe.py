@@ -15,12 +15,8 @@ itself non-dumpable so that a kernel running as the same user cannot open it thr
   code) for a signed verdict after each check cell, and fails the check, reporting tampering, when
   the verdict is missing, forged, about another cell, or names an interference;
 - tells the grader the kernel's process id, so that an unsandboxed grader can kill it whatever happens;
-- measures, from outside the kernel, the bytes the kernel read during each check cell (`rchar` in
-  /proc/<kernel pid>/io, which counts every read-like system call of all its threads): a check whose
-  metadata holds `read_slack` fails when the kernel read more than the reference run did (its
-  `reference_rchar`) plus that slack, whatever the kernel's own counters say;
-- with `--s09-collect-outputs` (the grader's reference run), sends each check cell's outputs and its
-  bytes read, which become the expected outputs of the students' runs;
+- with `--s09-collect-outputs` (the grader's reference run), sends each check cell's outputs, which
+  become the expected outputs of the students' runs;
 - never puts text from the kernel in the feedback of a hidden check: the student's code produced
   that text while a hidden check ran, and it may quote the check.
 """
@@ -323,28 +319,10 @@ def pytest_runtest_setup(item):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     item.config._s09_item = item
-    kernel_pid = _pid_of(getattr(item.parent, "kernel", None))
-    before = kernel_bytes_read(kernel_pid) if _role(item) == "check" else None
     try:
         yield
     finally:
         item.config._s09_item = None
-        after = kernel_bytes_read(kernel_pid) if before is not None else None
-        item._s09_rchar = after - before if after is not None else None
-
-
-def kernel_bytes_read(pid) -> int | None:
-    """The bytes a process has read so far (rchar of /proc/<pid>/io), or None when it cannot be read."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/io", "rb") as io_file:
-            for line in io_file:
-                if line.startswith(b"rchar:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -362,7 +340,6 @@ def pytest_runtest_makereport(item, call):
     message = {"kind": "cell", "cell": cell, "outcome": result, "feedback": feedback}
     if getattr(item.config, "_s09_collect", False) and _role(item) == "check" and report.when == "call":
         message["outputs"] = [dict(output) for output in getattr(item, "test_outputs", None) or []]
-        message["rchar"] = getattr(item, "_s09_rchar", None)
     _send(item.config, message)
 
 
@@ -386,9 +363,6 @@ def _judge(item, call, report) -> tuple:
     if report.passed:
         if status not in (None, "ok"):
             return "failed", HIDDEN_ERROR
-        over_budget = _read_budget_problem(item) if report.when == "call" else None
-        if over_budget:
-            return "failed", over_budget
         return "passed", PASSED
     if _is_hidden(item) and not getattr(item.config, "_s09_collect", False):
         return "failed", _hidden_failure(item, call)
@@ -448,26 +422,6 @@ def _hidden_failure(item, call) -> str:
 
 
 HIDDEN_FAILED = both("failed (a hidden check: the grader shows no details)", "未通过（隐藏检查：评分程序不显示细节）")
-
-
-def _read_budget_problem(item) -> str | None:
-    """Why a check with a read budget fails on the bytes the kernel read (measured out here), or None."""
-    role = (getattr(getattr(item, "cell", None), "metadata", None) or {}).get("s09", {})
-    if not isinstance(role, dict) or "reference_rchar" not in role or "read_slack" not in role \
-            or getattr(item.config, "_s09_collect", False):
-        return None  # no budget, a self-check (no reference to measure against), or the reference run itself
-    reference, slack, measured = role.get("reference_rchar"), role["read_slack"], getattr(item, "_s09_rchar", None)
-    if measured is None or not isinstance(reference, int):
-        return both("failed: the bytes the kernel read could not be measured from outside it",
-                    "未通过：无法从内核外部测出它读了多少字节")
-    if measured <= reference + slack:
-        return None
-    if _is_hidden(item):
-        return HIDDEN_FAILED
-    return both(f"failed: while this check ran, the kernel read {measured:,} bytes (measured from outside it); "
-                f"the reference answer's run read {reference:,}, and {slack:,} more are allowed",
-                f"未通过：这个检查运行时，内核读了 {measured:,} 字节（在内核外部测得）；"
-                f"参考答案读了 {reference:,} 字节，最多允许再多 {slack:,} 字节")
 
 
 def _check_verdict(item, reply, must_hold: bool) -> str | None:

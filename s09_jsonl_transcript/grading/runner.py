@@ -45,7 +45,6 @@ class CellOutcome:
     passed: bool
     feedback: str
     outputs: tuple = ()  # the cell's outputs, reported only in a reference run
-    bytes_read: int | None = None  # what the kernel read during the cell, measured outside it (reference run)
 
 
 @dataclass
@@ -493,11 +492,9 @@ class _Listener(threading.Thread):
                 self.kernels.append(kernel)
         elif kind == "cell" and isinstance(message.get("cell"), int):
             outputs = message.get("outputs")
-            bytes_read = message.get("rchar")
             self.result.cells[message["cell"]] = CellOutcome(
                 message.get("outcome") == "passed", str(message.get("feedback", "")),
-                tuple(output for output in outputs if isinstance(output, dict)) if isinstance(outputs, list) else (),
-                bytes_read if type(bytes_read) is int else None)
+                tuple(output for output in outputs if isinstance(output, dict)) if isinstance(outputs, list) else ())
         elif kind == "tampering":
             self.result.tampering.append(str(message.get("what", "")))
         elif kind == "stopped":

@@ -398,7 +398,7 @@ def package_folder() -> str:
 # What a grading sees of the package: the lesson, the checks' helpers and the grader's plumbing
 # that runs inside the sandbox. Not the lab, the damage tools or any other module that holds an
 # exercise's answer (exercise 4's tail reader, exercise 5's hash chain).
-PACKAGE_VIEW_FILES = ("code.py", "grading/__init__.py", "grading/checks.py", "grading/instrument.py",
+PACKAGE_VIEW_FILES = ("code.py", "grading/__init__.py", "grading/checks.py",
                       "grading/guard.py", "grading/probe.py", "grading/words.py", "grading/channel.py",
                       "grading/student_side.py")
 _PACKAGE_INIT = '"""The s09 kit as a grading sandbox sees it: the lesson (code.py) and the checks\' helpers."""\n'

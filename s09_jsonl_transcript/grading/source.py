@@ -50,7 +50,6 @@ class Check:
     points: int
     hidden: bool
     cell_index: int  # position among the notebook's code cells, as nbval numbers them
-    read_slack: int | None = None  # bytes the kernel may read beyond the reference run (measured outside it)
 
 
 @dataclass(frozen=True)
@@ -175,10 +174,7 @@ def _check_of(path: Path, cell, role: dict, code_index: int) -> Check:
         raise SourceError(
             f"{path.name}: check {name} was not saved passing (its only output must be "
             f"{pass_line(name, points)!r}); run `python -m s09_jsonl_transcript.grading refresh`")
-    slack = role.get("read_slack")
-    if slack is not None and (type(slack) is not int or slack < 0):
-        raise SourceError(f"{path.name}: check {name} needs read_slack as whole bytes >= 0, not {slack!r}")
-    return Check(name, points, role.get("hidden") is True, code_index, slack)
+    return Check(name, points, role.get("hidden") is True, code_index)
 
 
 def _refuse_unusable_checks(path: Path, notebook, checks: list, kind: str) -> None:
@@ -187,16 +183,6 @@ def _refuse_unusable_checks(path: Path, notebook, checks: list, kind: str) -> No
     if hidden != sorted(hidden):
         raise SourceError(f"{path.name}: every hidden check must come after the visible ones (until a hidden "
                           "check has run, what a kernel prints cannot quote one)")
-    if kind != KIND_INSTRUCTOR:
-        return
-    from .instrument import InstrumentError, instrumented_check  # a cheap module, kept off the import path of checks
-
-    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    for check in checks:
-        try:
-            instrumented_check(code_cells[check.cell_index].source, check.name)
-        except InstrumentError as error:
-            raise SourceError(f"{path.name}: {error}") from None
 
 
 def _refuse_duplicates(path: Path, kind: str, names: list) -> None:
