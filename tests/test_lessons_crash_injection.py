@@ -22,7 +22,6 @@ from s09_jsonl_transcript.lessons.crash_injection import (
     CrashReport,
     campaign_skipped_text,
     campaign_summary,
-    continue_after_crash,
     crash_and_recover,
     describe_crash,
     disk_listing,
@@ -136,7 +135,8 @@ def test_the_next_append_cuts_off_the_partial_tail(tmp_path):
     path = tmp_path / "simulated.jsonl"
     simulate_agent_crash(path, 3, tear=True)
     fragment = path.read_bytes()[path.read_bytes().rfind(b"\n") + 1:]
-    envelope = continue_after_crash(path)
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:  # the replacement agent's first append
+        envelope = transcript.append({"type": "message", "role": "user", "content": "Please go on."})
     assert envelope["sequence"] == 4 and envelope["event_id"] == "transcript:simulated:4"
     assert fragment not in path.read_bytes() and path.read_bytes().endswith(b"\n")
     assert damage.verdict(path).kind == damage.CLEAN
@@ -282,4 +282,6 @@ def test_small_texts_of_notebook_2(tmp_path):
     assert plain_data_text(state) == "every value is plain data read from the file: True"
     table = rebuilt_state_table(state).data
     assert "what it is" in table and "the sequence the next append will take" in table
-    assert new_record_text(continue_after_crash(path)) == "new record: sequence 4, event_id transcript:simulated:4"
+    with DurableTranscript(path, clock=ticking_clock()) as transcript:
+        record = transcript.append({"type": "message", "role": "user", "content": "Please go on."})
+    assert new_record_text(record) == "new record: sequence 4, event_id transcript:simulated:4"

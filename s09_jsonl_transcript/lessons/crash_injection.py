@@ -290,15 +290,6 @@ class CrashPanel:
         return self.report
 
 
-def continue_after_crash(path, content: str = "Please go on.") -> dict:
-    """A replacement agent appends one user message to a crashed transcript; returns the envelope.
-
-    Its first append cuts off a partial tail before writing, so the file is whole again.
-    """
-    with DurableTranscript(path, clock=ticking_clock()) as transcript:
-        return transcript.append({"type": "message", "role": "user", "content": content})
-
-
 def new_record_text(envelope: dict) -> str:
     """The sequence and event_id of a record just appended."""
     return tr("new record: sequence {sequence}, event_id {event_id}", sequence=envelope["sequence"],
