@@ -338,7 +338,8 @@ def test_a_chinese_tampering_assembles_to_exactly_the_english_run(tamper):
     # Sabotage at the top level of an answer cell reaches only the student's kernel: the checks run in the
     # trusted kernel, which sees an answer cell that defines no answer, and says so.
     ("kernel_crash", "NameError: name 'last_turn_length' is not defined"),
-    ("hidden_tracebacks", "NameError: name 'last_turn_length' is not defined"),
+    # Hiding tracebacks replaces the shell's showtraceback: the guard in the student's kernel names it.
+    ("hidden_tracebacks", "tampering detected"),
     ("kills_pytest", "NameError: name 'last_turn_length' is not defined"),
     ("zh/kills_pytest", "NameError: name 'last_turn_length' is not defined"),
 ])

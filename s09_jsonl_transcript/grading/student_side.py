@@ -58,7 +58,10 @@ def _target(request: dict):
         return subject if "attribute" in request else getattr(subject, request["method"])
     import __main__
 
-    return getattr(__main__, request["name"])
+    name = request["name"]
+    if not hasattr(__main__, name):  # as the student's notebook would say it
+        raise NameError(f"name {name!r} is not defined")
+    return getattr(__main__, name)
 
 
 def _send_attribute(call_id, subject, name: str) -> None:
