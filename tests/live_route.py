@@ -46,13 +46,14 @@ ROUTE = {
              "form.summary.value = 'the model suspected subtraction'\n"
              "form.reason.value = 'to see what the gate says'\n"
              "form.submit_button.click()", "form.result.value",
-             "event type &#x27;reasoning&#x27; is not eligible for memory selection"),
+             {"en": "event type &#x27;reasoning&#x27; is not eligible for memory selection",
+              "zh": "事件类型 &#x27;reasoning&#x27; 不能被选作 Memory 候选"}),
         Step("Try it: submit a selection", "Event 7: file-history-snapshot, Reason emptied, Submit",
              "form.event_id.value = event_id_for(session, 7)\n"
              "form.summary.value = 'calc.py before the fix'\n"
              "form.reason.value = ''\n"
              "form.submit_button.click()", "form.result.value",
-             "reason is required (a non-blank string)"),
+             {"en": "reason is required (a non-blank string)", "zh": "必须给出 reason（不能是空白的字符串）"}),
         Step("Try it: submit a selection", "Reason 'to undo the edit if needed', Submit",
              "form.reason.value = 'to undo the edit if needed'\n"
              "form.submit_button.click()", "form.result.value",
@@ -66,7 +67,7 @@ ROUTE = {
              "flip_panel.chain.value = False\nflip_panel.offset.value = 200", "flip_panel.result.value",
              {"en": "accepted with different content (12 events)", "zh": "内容被改却照样接受（12 个事件）"}),
         Step("Campaigns 3 and 4", "hash chain on", "flip_panel.chain.value = True", "flip_panel.result.value",
-             "chain mismatch"),
+             {"en": "chain mismatch", "zh": "哈希链对不上"}),
         Step("Campaigns 3 and 4", "byte slider all the way right (the final newline)",
              "flip_panel.offset.value = flip_panel.offset.max", "flip_panel.result.value",
              {"en": "partial tail ignored (11 events)", "zh": "已忽略 partial tail（11 个事件）"}),

@@ -319,7 +319,8 @@ def test_the_recovery_plans_and_tables_of_notebook_7_are_chinese():
     broken = production.recovery_plan([{"type": "turn_start", "turn_number": 1, "sequence": 1},
                                        {"type": "turn_start", "turn_number": 2, "sequence": 2}])
     assert str(broken).endswith("（1 个异常）")
-    assert production.anomaly_text(broken.status.anomalies[0]).startswith("事件 2：turn 2 started")  # library text
+    anomaly = production.anomaly_text(broken.status.anomalies[0])  # the library's text, in Chinese too
+    assert anomaly.startswith("事件 2：turn 1 还开着时 turn 2 开始了")
     assert production.same_as_folded_text(True) == "与 fold 前缀得到的计划相同：True"
     assert production.rebuild_text(True, False).splitlines() == ["每一行都和删除前一样：True", "改过的标题还在：False"]
 
