@@ -238,7 +238,7 @@ class StudentKernel:
             if client.shell_channel.socket in ready:
                 reply = client.shell_channel.get_msg(timeout=0)
                 if reply.get("parent_header", {}).get("msg_id") == message_id:
-                    self._read_reply(reply, result)
+                    self._read_reply(reply, result, asked_again=not code)
                     return result
 
     def _no_heartbeat(self) -> None:
@@ -275,14 +275,14 @@ class StudentKernel:
             self._guard_key = bytes.fromhex(json.loads(Path(path).read_text(encoding="utf-8"))["key"])
         return self._guard_key
 
-    def _read_reply(self, reply: dict, result) -> None:
+    def _read_reply(self, reply: dict, result, asked_again: bool) -> None:
         """Stop on the output limit; else make sure of the guard's verdict, also after a cell that failed."""
         content = reply.get("content") or {}
         raised = result.get("raised") if isinstance(result, dict) else content.get("ename")
         if self._guard() is not None and raised == OUTPUT_LIMIT_ERROR:
             self._lost = "the student's kernel printed more than the output limit"
             raise StudentOutputLimit(self._lost)
-        if content.get("status") == "ok":
+        if content.get("status") == "ok" or asked_again:  # an empty cell that fails, too, brings no verdict
             self._read_verdict(reply)
         elif self._guard() is not None:  # no user expressions after an error: an empty cell brings the verdict
             self._execute("", allow_stdin=False, serve=False)
