@@ -185,13 +185,17 @@ class JSONLTranscript:
         return record
 
     def envelope(self, sequence: int) -> dict:
-        """The envelope of the record at sequence, stamped now by the clock (which must be aware)."""
+        """The envelope of the record at sequence, stamped now."""
+        return {"schema_version": SCHEMA_VERSION, "sequence": sequence,
+                "event_id": event_id_for(self.session_id, sequence), "session_id": self.session_id,
+                "recorded_at": self.timestamp()}
+
+    def timestamp(self) -> str:
+        """Now by the clock (which must return an aware datetime) in ISO 8601, UTC: recorded_at."""
         now = self.clock()
         if now.tzinfo is None:
             raise TranscriptValidationError("the clock must return an aware datetime")
-        return {"schema_version": SCHEMA_VERSION, "sequence": sequence,
-                "event_id": event_id_for(self.session_id, sequence), "session_id": self.session_id,
-                "recorded_at": now.astimezone(timezone.utc).isoformat()}
+        return now.astimezone(timezone.utc).isoformat()
 
     def open_writer(self) -> None:
         """Become the writer, as the first append does (hold `lock`): open the file for appending, take the
@@ -228,7 +232,7 @@ class JSONLTranscript:
     def write_durably(self, data: bytes) -> None:
         """The durable write (hold `lock`): all of data in one os.write on the O_APPEND descriptor, then
         fsync. A write that fails or falls short is cut off again: a retry writes the event once, never twice."""
-        end_before = os.fstat(self._fd).st_size
+        end_before = os.lseek(self._fd, 0, os.SEEK_END)  # the file's size, where this write will land
         try:
             written = self.file_io.write(self._fd, data)  # os.write
             if written != len(data):
@@ -290,8 +294,7 @@ class JSONLTranscript:
         return reading
 
     def record_problem(self, record, *, expected_sequence: int) -> str | None:
-        """What is wrong with the record parsed from one complete line, or None: the envelope checked in
-        the order sequence, session_id, event_id, schema_version, then the event's shape. It changes nothing."""
+        """What is wrong with the record parsed from one complete line (envelope, then shape), or None."""
         if record is NOT_JSON:
             return "invalid complete JSON record"
         if type(record) is not dict:
@@ -340,8 +343,7 @@ class JSONLTranscript:
 
     @staticmethod
     def rebuild(history, window: list, total_events: int, partial_tail: bool) -> ReplayState:
-        """Fold checked events into a ReplayState: metadata from history (an iterable, read once), messages
-        from the window (its last events); total_events and partial_tail say what the read found."""
+        """Fold checked events into a ReplayState: metadata from history (read once), messages from window."""
         title, snapshots, reasoning, newer, open_calls = None, [], 0, 0, {}
         for event in history:
             kind = event["type"]
@@ -567,8 +569,7 @@ DEMO_LANGUAGES = ("en", "zh")
 
 
 def agent_child(path: str, ticking: bool) -> None:
-    """The demo's agent process: print [record, lines in the file] as each append returns, then its
-    messages[]; then write half of the next line and die by SIGKILL there (a staged crash point)."""
+    """The demo's agent: print [record, lines in the file] per append, its messages[], then die by SIGKILL mid-line."""
     transcript = JSONLTranscript(path, clock=ticking_clock() if ticking else None)
     llm, records = MockLLM(), []
     for _ in range(DEMO_KILL_AFTER):

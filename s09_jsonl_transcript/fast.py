@@ -1,4 +1,5 @@
-"""The lab's fast paths: recover() as one loop over 64 KiB blocks, and an encoder built once.
+"""The lab's fast paths: recover() as one loop over 64 KiB blocks; for append, one pass over a plain
+event, an encoder built once and a cheaper clock stamp.
 
 The careful path (lab.DurableTranscript's scan: lines, the lesson's checks, the batch and chain
 checks, the lesson's fold) is the definition of every verdict. The fast read path does only the
@@ -18,13 +19,17 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import deque
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from json.encoder import c_make_encoder, encode_basestring
 
 from .code import (
     DECODER,
     ENCODER,
+    ENVELOPE_FIELDS,
+    MAX_NESTING,
     REQUIRED_STRINGS,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
@@ -37,6 +42,7 @@ from .code import (
     TranscriptValidationError,
     event_id_for,
     messages_of,
+    shape_problem,
 )
 
 try:  # the optional `fast` extra
@@ -252,20 +258,113 @@ def _may_hold_a_float(line: bytes, record: dict) -> bool:
     return digits_as_zero.count(b"0.") > stamps_own
 
 
-def encode_record(record: dict, decoder: str | None = None) -> bytes:
+def encode_record(record: dict, decoder: str | None = None, *, floats: bool = True) -> bytes:
     """One record (plain JSON types, as json_copy makes them) as UTF-8 JSON bytes, no newline.
 
     The same bytes as the lesson's ENCODER.encode(record).encode(); lone surrogates are refused
-    with TranscriptValidationError.
+    with TranscriptValidationError. floats=False promises the record holds no float (plain_payload
+    made its event), so msgspec's line needs no float check.
     """
     if (decoder or ACTIVE) == "msgspec":
         try:
             line = _MSGSPEC_ENCODE(record)
         except (UnicodeEncodeError, ValueError, TypeError, OverflowError):
             line = None  # the stdlib below raises what the careful path raises
-        if line is not None and not _may_hold_a_float(line, record):
+        if line is not None and not (floats and _may_hold_a_float(line, record)):
             return line
     try:
         return "".join(_C_ENCODE(record, 0)).encode("utf-8")
     except UnicodeEncodeError:
         raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
+
+
+# --------------------------------------------------------------------------- checking a plain event in one pass
+
+# Fields append writes itself: the envelope, and the lab's batch_end and chain.
+FIELDS_APPEND_WRITES = ENVELOPE_FIELDS | {BATCH_END_FIELD, CHAIN_FIELD}
+
+
+class _NotPlain(Exception):
+    """A value plain_payload leaves to the careful checks."""
+
+
+def plain_payload(event) -> dict | None:
+    """A private copy of event when it is plain, or None: then the lesson's checked_event decides.
+
+    Plain: a dict with a non-empty string 'type', none of the fields append writes, the fields its
+    type needs (the lesson's shape_problem), and inside only exact str, int, bool, None, lists and
+    dicts with string keys, nested less deep than the lesson's limit. No float: that is what lets
+    encode_record skip its float check. Whatever is plain, checked_event accepts and copies alike;
+    it also accepts more (floats, subclasses such as a str Enum) and names what is wrong.
+    """
+    if type(event) is not dict or not FIELDS_APPEND_WRITES.isdisjoint(event):
+        return None
+    kind = event.get("type")
+    if type(kind) is not str or not kind:
+        return None
+    try:
+        payload = _plain_dict(event, 0)
+    except _NotPlain:
+        return None
+    return None if shape_problem(payload) else payload
+
+
+def _plain_dict(value: dict, depth: int) -> dict:
+    if depth >= MAX_NESTING:  # near the lesson's limit json_copy decides, and names the limit
+        raise _NotPlain
+    copied = {}
+    for key, item in value.items():
+        kind = type(item)
+        if type(key) is not str:
+            raise _NotPlain
+        if kind is str or kind is int or item is None or kind is bool:
+            copied[key] = item
+        else:
+            copied[key] = _plain_container(item, kind, depth + 1)
+    return copied
+
+
+def _plain_list(value: list, depth: int) -> list:
+    if depth >= MAX_NESTING:
+        raise _NotPlain
+    copied = []
+    for item in value:
+        kind = type(item)
+        if kind is str or kind is int or item is None or kind is bool:
+            copied.append(item)
+        else:
+            copied.append(_plain_container(item, kind, depth + 1))
+    return copied
+
+
+def _plain_container(value, kind: type, depth: int):
+    if kind is dict:
+        return _plain_dict(value, depth)
+    if kind is list:
+        return _plain_list(value, depth)
+    raise _NotPlain  # a float, a tuple, a subclass, anything else: the careful checks decide
+
+
+# --------------------------------------------------------------------------- the clock's stamp
+
+_CURRENT_SECOND = (None, "")  # (whole seconds since the epoch, its "YYYY-MM-DDTHH:MM:SS" in UTC)
+
+
+def utc_now() -> datetime:
+    """The lab's default clock: now, in UTC. A transcript on this clock stamps with utc_stamp()."""
+    return datetime.now(timezone.utc)
+
+
+def utc_stamp(time_ns: int | None = None) -> str:
+    """datetime.now(timezone.utc).isoformat(), built from time.time_ns() (or the time_ns given).
+
+    The date and time of day are formatted once a second; the microseconds each call. Like
+    isoformat, a whole second has no fraction.
+    """
+    global _CURRENT_SECOND
+    second, micro = divmod((time.time_ns() if time_ns is None else time_ns) // 1000, 1_000_000)
+    known, prefix = _CURRENT_SECOND
+    if second != known:
+        prefix = datetime.fromtimestamp(second, timezone.utc).isoformat()[:19]
+        _CURRENT_SECOND = (second, prefix)
+    return f"{prefix}.{micro:06d}+00:00" if micro else f"{prefix}+00:00"

@@ -44,7 +44,7 @@ from .code import (
     parse_line,
     ticking_clock,
 )
-from .fast import encode_record, fast_recover
+from .fast import encode_record, fast_recover, plain_payload, utc_now, utc_stamp
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers refuse a longer line
 BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
@@ -100,11 +100,11 @@ class DurableTranscript(JSONLTranscript):
     so read-check-append can be one step: with t.lock: t.acquire_writer(), read, append).
     """
 
-    fast_paths = True  # False: recover() always takes the careful path (the differential test compares them)
+    fast_paths = True  # False: recover() and the appends always take the careful path (the differential tests compare)
 
     def __init__(self, filepath, *, clock=None, integrity: bool = False,
                  max_record_bytes: int = MAX_RECORD_BYTES, file_io: OsFileIO | None = None):
-        super().__init__(filepath, clock=clock)
+        super().__init__(filepath, clock=clock or utc_now)
         self.lock = threading.RLock()
         self.integrity = integrity
         self.max_record_bytes = max_record_bytes
@@ -140,12 +140,15 @@ class DurableTranscript(JSONLTranscript):
 
     def append(self, event: dict) -> dict:
         """Durably append one event and return the record written. The caller's dict is not changed."""
-        payload = self._checked(event)  # refuse before a byte is written
+        payload = plain_payload(event) if self.fast_paths else None  # the common event, checked and copied at once
+        plain = payload is not None
+        if not plain:
+            payload = self._checked(event)  # the lesson's checks: refuse before a byte is written
         with self.lock:
             self.open_writer()
             sequence = self.next_sequence
             record = {**self.envelope(sequence), **payload}
-            line = self._encoded_line(record, self._last_line)
+            line = self._encoded_line(record, self._last_line, floats=not plain)
             self.write_durably(line + b"\n")
             self.next_sequence, self._last_line = sequence + 1, line
         return record
@@ -166,7 +169,9 @@ class DurableTranscript(JSONLTranscript):
             self.open_writer()
 
     def _append_all(self, events: list) -> list[dict]:
-        payloads = [self._checked(event) for event in events]  # refuse before a byte is written
+        plain = [plain_payload(event) if self.fast_paths else None for event in events]  # as in append
+        all_plain = None not in plain
+        payloads = plain if all_plain else [self._checked(event) for event in events]  # refuse before writing
         with self.lock:
             self.open_writer()
             first = self.next_sequence
@@ -174,7 +179,7 @@ class DurableTranscript(JSONLTranscript):
             batch_end = {BATCH_END_FIELD: first + len(payloads) - 1} if len(payloads) > 1 else {}
             records = [{**envelope, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
                         **batch_end, **payload} for sequence, payload in enumerate(payloads, start=first)]
-            lines = self._encode(records)
+            lines = self._encode(records, floats=not all_plain)
             self.write_durably(b"".join(lines))
             self.next_sequence += len(records)
             self._last_line = lines[-1][:-1]
@@ -187,18 +192,23 @@ class DurableTranscript(JSONLTranscript):
             raise TranscriptValidationError(f"event carries fields append writes itself: {', '.join(spoofed)}")
         return payload
 
-    def _encode(self, records: list) -> list[bytes]:
+    def timestamp(self) -> str:
+        """recorded_at for now: on the default clock, fast.utc_stamp() (the lesson's text, made cheaper)."""
+        return utc_stamp() if self.clock is utc_now else super().timestamp()
+
+    def _encode(self, records: list, *, floats: bool) -> list[bytes]:
         """Each record as one line of UTF-8 JSON (newline included), sealed when integrity is on."""
         lines, previous = [], self._last_line
         for record in records:
-            line = self._encoded_line(record, previous)
+            line = self._encoded_line(record, previous, floats=floats)
             lines.append(line + b"\n")
             previous = line
         return lines
 
-    def _encoded_line(self, record: dict, previous: bytes) -> bytes:
-        """One record's line without its newline, sealed to previous when integrity is on; refused if too long."""
-        line = encode_record(record)
+    def _encoded_line(self, record: dict, previous: bytes, *, floats: bool) -> bytes:
+        """One record's line without its newline, sealed to previous when integrity is on; refused if too long.
+        floats=False: the record holds no float (its payload is plain), so the encoder need not look for one."""
+        line = encode_record(record, floats=floats)
         if self.integrity:
             line = seal(previous, line)
         if len(line) + 1 > self.max_record_bytes:

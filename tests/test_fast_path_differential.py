@@ -14,10 +14,10 @@ The last tests break the fast path on purpose and check that this file's check n
 import json
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from broken_guards import broken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -315,17 +315,6 @@ def test_lines_across_block_boundaries(decoder):
 
 
 # --------------------------------------------------------------------------- a test of the test
-
-
-@contextmanager
-def broken(name: str, value):
-    """The fast module with one of its guards broken on purpose."""
-    before = getattr(fast, name)
-    setattr(fast, name, value)
-    try:
-        yield
-    finally:
-        setattr(fast, name, before)
 
 
 @pytest.mark.parametrize("decoder", AVAILABLE)
