@@ -169,7 +169,7 @@ def test_unsandboxed_the_same_daemon_survives_and_rewrites_its_report(tmp_path):
     written, before, token = grade_with_daemon(tmp_path, sandbox.OFF)
     try:
         assert processes_mentioning(token), "unsandboxed, the double-forked daemon escapes the process-tree kill"
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 90  # the daemon needs about 2.2 s; a loaded machine may need far more
         while written.read_bytes() == before and time.monotonic() < deadline:
             time.sleep(0.5)
         assert json.loads(written.read_bytes())["score"] == FULL_MARKS, "the daemon rewrote the report to full marks"
