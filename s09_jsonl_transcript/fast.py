@@ -236,7 +236,7 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
 
 
 # The lesson's ENCODER's options, its C encoder built once (JSONEncoder.encode builds one a call).
-# No cycle check: what it encodes is the lesson's json_copy of an event, a fresh tree.
+# No cycle check: what it encodes is a fresh tree (the lesson's json_copy or plain_payload of an event).
 _C_ENCODE = c_make_encoder(None, ENCODER.default, encode_basestring, None, ENCODER.key_separator,
                            ENCODER.item_separator, False, False, False)
 _MSGSPEC_ENCODE = msgspec.json.Encoder().encode if msgspec is not None else None
