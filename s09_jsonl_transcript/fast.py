@@ -113,18 +113,36 @@ def _stdlib_values(chunk: bytes) -> list | None:
 
 
 def _msgspec_values(chunk: bytes) -> list | None:
-    """The same as _stdlib_values, decoding each line with msgspec into plain dicts and lists."""
-    decode, view, find = _MSGSPEC_DECODER.decode, memoryview(chunk), chunk.find
-    values, position = [], 0
+    """The same as _stdlib_values, with msgspec decoding the whole block in one call.
+
+    msgspec's decode_lines reads values one after another, a newline being only whitespace to it:
+    one value could span two lines and two could share one. So every line must start with "{" and
+    end with "}" (_object_lines): a "}" then a "{" is always two values, never one (a string
+    cannot hold a raw newline), so each newline ends a value, and the values fall one to a line
+    exactly when there are as many of them as lines.
+    """
+    lines = _object_lines(chunk)
+    if lines is None:
+        return None
     try:
-        while (newline := find(b"\n", position)) >= 0:
-            values.append(decode(view[position:newline]))
-            position = newline + 1
+        values = _MSGSPEC_DECODER.decode_lines(chunk)
     except Exception:  # msgspec.DecodeError, RecursionError: the careful path decides
         return None
-    return values
+    return values if len(values) == lines else None
 
 
+def _object_lines(chunk: bytes) -> int | None:
+    """How many lines chunk holds (it ends with a newline) if each starts with "{" and ends with "}", else None."""
+    lines, position, find = 0, 0, chunk.find
+    while (newline := find(b"\n", position)) >= 0:
+        if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
+            return None
+        lines += 1
+        position = newline + 1
+    return lines
+
+
+_OPEN, _CLOSE = ord("{"), ord("}")
 _MSGSPEC_DECODER = msgspec.json.Decoder() if msgspec is not None else None
 _BLOCK_DECODERS = {"stdlib": _stdlib_values, "msgspec": _msgspec_values}
 

@@ -314,6 +314,18 @@ def test_lines_across_block_boundaries(decoder):
         assert disagreements(data[:cut], decoder) == [], cut
 
 
+# A value spanning lines 1 and 2, and two values on line 3: as many values as lines, so only
+# the shape of each line (fast._object_lines) tells a stream decoder's values from the lines'.
+SPAN_AND_PAIR = encoded("\n".join([
+    record_text(1, type="reasoning")[:-1] + ',"x":[', "1]}",
+    record_text(2, type="reasoning") + record_text(3, type="reasoning"), record_text(4, type="reasoning"), ""]))
+
+
+@decoders
+def test_a_value_across_two_lines_beside_two_values_on_one(decoder):
+    assert disagreements(SPAN_AND_PAIR, decoder) == []
+
+
 # --------------------------------------------------------------------------- a test of the test
 
 
@@ -337,6 +349,13 @@ def test_a_fast_path_that_takes_newer_schemas_for_its_own_is_caught(decoder):
 def test_a_fast_path_that_forgets_a_type_check_is_caught(decoder):
     with broken("TYPE_FUNCTION_CALL", "no-such-type"):  # function_call records lose their checks and fold
         assert disagreements(PLAIN, decoder)
+
+
+def test_a_fast_path_that_only_counts_lines_is_caught():
+    if fast.msgspec is None:
+        pytest.skip("msgspec is not installed")
+    with broken("_object_lines", lambda chunk: chunk.count(b"\n")):
+        assert disagreements(SPAN_AND_PAIR, "msgspec")
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="from 3.12 on, C nesting is not counted against the stack")
