@@ -535,3 +535,16 @@ def test_a_counting_file_wraps_binary_files_only(tmp_path):
     path.write_text("text")
     with open(path) as text_file, pytest.raises(TypeError, match="binary"):
         CountingFile(text_file)
+
+
+def test_the_calls_limit_stops_a_slow_answer_before_nbval_would():
+    """A call of the student's code gets cell_timeout; the trusted cell around it only the notebook's limit.
+
+    With both at cell_timeout, time the trusted cell spent before its call (a busy machine) was taken
+    from the call: the cell ran out first, printed nothing, and a slow answer was graded as a wrong one.
+    """
+    from s09_jsonl_transcript.grading import runner
+
+    settings = runner.RunSettings(cell_timeout=3, total_timeout=120)
+    command = runner._pytest_command("/root", 9, settings)
+    assert "--nbval-cell-timeout=120" in command  # the call's own limit, 3 s, is shown in test_grading_runs

@@ -1,9 +1,9 @@
 """Run one assembled notebook under nbval in strict mode, in a subprocess, and collect cell outcomes.
 
 The run happens in a fresh folder with its own pytest configuration (so the kit's pyproject
-options do not apply), a private IPython folder (no startup files), a per-cell timeout (nbval's)
-and an overall timeout (ours). Cell outcomes arrive from the probe plugin on a pipe; pytest's own
-output goes to another pipe, of which only the end is kept.
+options do not apply), a private IPython folder (no startup files), a time limit on each call of
+the student's code (the channel's) and an overall timeout (ours). Cell outcomes arrive from the
+probe plugin on a pipe; pytest's own output goes to another pipe, of which only the end is kept.
 
 With a sandbox (see sandbox.py) the whole run, pytest, the kernel and anything they start, happens
 inside bubblewrap: the folder is a private tmpfs, and when the run ends its PID namespace ends with
@@ -150,7 +150,7 @@ def _prepare_student(scratch: Path, files: dict, program: tuple, settings: RunSe
     contents = {KERNEL_CONFIG: _kernel_config(settings)}
     environment = {channel.CONNECTION_VARIABLE: f"{inside}/kernel.json",
                    channel.EXCHANGE_VARIABLE: f"{inside}/exchange",
-                   channel.TIMEOUT_VARIABLE: f"{max(1.0, settings.cell_timeout * 0.8):g}"}
+                   channel.TIMEOUT_VARIABLE: f"{settings.cell_timeout:g}"}  # each call, each answer cell
     trusted_root = sandbox.SANDBOX_ROOT if settings.sandboxed else str(scratch)
     trusted = {PROGRAM: json.dumps([{"label": label, "code": code} for label, code in program])}
     watch = scratch / "watch"
@@ -309,7 +309,10 @@ def _pytest_command(root: str, report_fd: int, settings: RunSettings) -> list:
         "-c", f"{root}/{PYTEST_INI}", "--rootdir", root, "--confcutdir", root,
         "-p", "no:cacheprovider", "-p", PROBE_PLUGIN, "-p", "nbval", f"--s09-report-fd={report_fd}",
         f"--s09-output-limit={settings.limits.output_bytes}",
-        "--nbval", "--nbval-current-env", f"--nbval-cell-timeout={settings.cell_timeout}",
+        # The trusted kernel's cells wait on the student's calls, each of which the channel stops at
+        # cell_timeout. nbval's limit is only a backstop: were it cell_timeout too, a busy machine could
+        # spend a cell's time before the call starts, and a slow answer would read as a wrong one.
+        "--nbval", "--nbval-current-env", f"--nbval-cell-timeout={settings.total_timeout}",
         f"--nbval-kernel-startup-timeout={min(60.0, settings.total_timeout)}",
         "-q", "--color=no", "--capture=no",  # the kernel inherits our pipe, not a capture file pytest reads back
     ]
