@@ -540,8 +540,8 @@ def test_a_counting_file_wraps_binary_files_only(tmp_path):
 def test_the_calls_limit_stops_a_slow_answer_before_nbval_would():
     """A call of the student's code gets cell_timeout; the trusted cell around it only the notebook's limit.
 
-    With both at cell_timeout, time the trusted cell spent before its call (a busy machine) was taken
-    from the call: the cell ran out first, printed nothing, and a slow answer was graded as a wrong one.
+    With the call at 0.8 x cell_timeout and the cell at 1 x, a busy machine could spend the difference
+    before the call began: the cell ran out first, printed nothing, and a slow answer read as a wrong one.
     """
     from s09_jsonl_transcript.grading import runner
 

@@ -60,9 +60,9 @@ class GradingOptions:
     cell_timeout is the seconds each run of the student's code may take (an answer cell, or one
     call from a check), total_timeout the seconds for the whole notebook; sandbox is "auto"
     (bubblewrap when it works here), "required" or "off"; limits are the sandbox's resource limits
-    and the output limit. detect_tampering=False turns the guard off:
-    tests use it to show that no score relies on it. seed is the grading run's seed (None: grade_many
-    or grade_submission picks one at random).
+    and the output limit. detect_tampering=False turns the guard off: tests use it to show that no
+    score relies on it. seed is the grading run's seed (None: grade_many or grade_submission picks
+    one at random).
     """
 
     cell_timeout: float = 20.0
