@@ -193,6 +193,7 @@ def test_memory_held_in_a_memfd_counts_against_the_limit(tmp_path):
     path = write_notebook(tmp_path / "ex01_memfd_hog.ipynb", attack("ex01_memfd_hog"))
     limits = sandbox.Limits(memory_bytes=512 << 20)
     report = grade_submission(path, SOURCES, options=GradingOptions(limits=limits))
+    assert report["status"] == "graded", report["reason"]  # a grader fault also says "memory group"
     assert report["score"] == 0, scores(report)
     assert "memory" in (report["reason"] or ""), report["reason"]
 

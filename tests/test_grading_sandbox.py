@@ -351,6 +351,55 @@ def test_an_output_bomb_scores_zero_with_its_reason_and_pytest_stays_small(tmp_p
     assert grader < GRADER_BOUND_KIB
 
 
+def require_memory_groups() -> None:
+    require_sandbox()
+    problem = sandbox.memory_cgroup_problem()
+    if problem is not None:
+        pytest.skip(problem[0])
+
+
+def test_a_grading_whose_memory_group_cannot_be_made_is_not_graded(tmp_path, monkeypatch):
+    """Graded without its group, a notebook could hold memory past the limit and score for it."""
+    require_memory_groups()
+
+    def refuse(name, limit):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(sandbox, "_make_group", refuse)
+    report = grade_submission(write_notebook(tmp_path / "ex01_reference.ipynb", with_answers("ex01", {})), SOURCES,
+                              options=SANDBOXED)
+    assert report["status"] == "error" and report["score"] == 0, report
+    assert "could not make the grading's memory group (Permission denied): not graded" in report["reason"]
+    assert "无法创建本次评分的内存组（Permission denied）：未评分" in report["reason"]
+
+
+def join(group: sandbox.MemoryGroup) -> subprocess.Popen:
+    """A process that sits in the group until it is killed; returns once the group lists it."""
+    sleeper = subprocess.Popen(["/bin/sh", "-c", 'echo $$ > "$0" && exec sleep 600', group.procs])
+    while str(sleeper.pid) not in (group.path / "cgroup.procs").read_text().split():
+        assert sleeper.poll() is None, "the process could not join the group"
+        time.sleep(0.01)
+    return sleeper
+
+
+def test_a_memory_group_whose_process_outlives_its_grading_is_never_reused_and_goes_later():
+    require_memory_groups()
+    limits = sandbox.Limits()
+    with sandbox.memory_group(0, limits) as first:
+        sleeper = join(first)
+    try:
+        assert first.path.exists(), "a group with a process in it cannot be removed"
+        with sandbox.memory_group(0, limits) as second:  # the same slot: before, the same name, and no group
+            assert second.path != first.path and second.path.exists()
+            assert (second.path / "memory.limit_in_bytes").read_text().strip() == str(limits.total_memory)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    with sandbox.memory_group(0, limits) as third:
+        assert not first.path.exists(), "the next grading removes the group its process left behind"
+    assert not third.path.exists()
+
+
 # --------------------------------------------------------------------------- a stopped kernel
 
 

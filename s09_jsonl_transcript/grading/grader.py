@@ -117,7 +117,7 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
                            limits=options.limits, guard=options.detect_tampering, seed=options.seed)
     try:
         reference = reference_values(source, settings) if source.kind == KIND_INSTRUCTOR else None
-    except ReferenceFailed as error:
+    except (ReferenceFailed, sandboxing.MemoryGroupFailed) as error:
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, str(error)), sandbox_note=box.note,
                        seed=options.seed)
     try:
@@ -125,6 +125,9 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
             run = run_notebook(build_notebook(source, answers), settings)
         else:
             run = run_notebook(trusted_notebook(source, reference), settings, student_program(source, answers))
+    except sandboxing.MemoryGroupFailed as error:
+        return _report(label, source, ERROR, labelled(_GRADER_FAULT, str(error)), sandbox_note=box.note,
+                       seed=options.seed)
     except Exception as error:  # a fault of this machine or of the grader, not of the submission
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, f"could not run the notebook: {error!r}"),
                        sandbox_note=box.note, seed=options.seed)

@@ -25,9 +25,12 @@ ordinary user, bwrap uses an unprivileged user namespace instead.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
+import itertools
 import os
+import secrets
 import shutil
 import site
 import subprocess
@@ -173,24 +176,42 @@ class MemoryGroup:
         except (OSError, ValueError):
             return False
 
-    def remove(self) -> None:
-        """Remove the group once its processes are gone (they are killed when the sandbox ends)."""
-        for _ in range(50):
+    def remove(self, attempts: int = 50) -> bool:
+        """Remove the group once its processes are gone (they are killed when the sandbox ends); True if gone."""
+        for attempt in range(attempts):
             try:
                 self.path.rmdir()
-                return
+                return True
             except FileNotFoundError:
-                return
+                return True
             except OSError:
-                time.sleep(0.1)
+                if attempt + 1 < attempts:
+                    time.sleep(0.1)
+        return False
+
+
+class MemoryGroupFailed(RuntimeError):
+    """This machine can make memory groups, but not this grading's: it must not run without its limit."""
+
+
+_group_numbers = itertools.count()
+_GROUP_TAG = secrets.token_hex(4)  # a group left by an earlier process with this pid keeps its own name
+_left_behind: list = []  # groups whose processes outlived their grading; removed by a later grading
+_left_behind_lock = threading.Lock()
+
+
+def _remove_left_behind() -> None:
+    with _left_behind_lock:
+        _left_behind[:] = [group for group in _left_behind if not group.remove(attempts=1)]
+
+
+atexit.register(_remove_left_behind)  # and once more as the grader ends
 
 
 def _make_group(name: str, limit: int) -> MemoryGroup:
     parent = CGROUP_MEMORY / _CGROUP_PARENT
     parent.mkdir(exist_ok=True)
     path = parent / name
-    if path.exists():
-        MemoryGroup(path).remove()
     path.mkdir()
     group = MemoryGroup(path)
     try:
@@ -211,7 +232,7 @@ def memory_cgroup_problem() -> tuple | None:
         return ("no cgroup v1 memory controller at /sys/fs/cgroup/memory",
                 "/sys/fs/cgroup/memory 下没有 cgroup v1 的内存控制器")
     try:
-        _make_group(f"probe-{os.getpid()}", 1 << 30).remove()
+        _make_group(f"probe-{os.getpid()}-{_GROUP_TAG}", 1 << 30).remove()
     except OSError as error:
         return (f"cannot make a memory cgroup ({error.strerror or error})",
                 f"无法创建内存 cgroup（{error.strerror or error}）")
@@ -231,18 +252,28 @@ def memory_note(limits: Limits) -> str:
 
 @contextlib.contextmanager
 def memory_group(slot: int, limits: Limits):
-    """A memory cgroup for one grading (None where none can be made); removed afterwards."""
-    group = None
-    if memory_cgroup_problem() is None:
-        try:
-            group = _make_group(f"{os.getpid()}-{slot}", limits.total_memory)
-        except OSError:
-            group = None
+    """A memory cgroup of its own for one grading, removed afterwards; None where this machine has none.
+
+    Where the probe could make one, failing to make this one raises MemoryGroupFailed: a grading
+    that ran without its limit would score memory it was not allowed to hold.
+    """
+    if memory_cgroup_problem() is not None:
+        yield None
+        return
+    _remove_left_behind()
+    name = f"{os.getpid()}-{_GROUP_TAG}-{slot}-{next(_group_numbers)}"  # never reused: an old one may linger
+    try:
+        group = _make_group(name, limits.total_memory)
+    except OSError as error:
+        why = error.strerror or repr(error)
+        raise MemoryGroupFailed(both(f"could not make the grading's memory group ({why}): not graded",
+                                     f"无法创建本次评分的内存组（{why}）：未评分")) from error
     try:
         yield group
     finally:
-        if group is not None:
-            group.remove()
+        if not group.remove():
+            with _left_behind_lock:
+                _left_behind.append(group)
 
 
 # --------------------------------------------------------------------------- user ids
