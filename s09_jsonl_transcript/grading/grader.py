@@ -115,22 +115,23 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
         return _report(label, source, REJECTED, str(problem), sandbox_note=box.note, seed=options.seed)
     settings = RunSettings(options.cell_timeout, options.total_timeout, sandboxed=box.enabled,
                            limits=options.limits, guard=options.detect_tampering, seed=options.seed)
+
+    def grader_fault(reason: str) -> dict:  # not graded: the fault is this machine's or the grader's
+        return _report(label, source, ERROR, labelled(_GRADER_FAULT, reason), sandbox_note=box.note, seed=options.seed)
+
     try:
         reference = reference_values(source, settings) if source.kind == KIND_INSTRUCTOR else None
     except (ReferenceFailed, sandboxing.MemoryGroupFailed) as error:
-        return _report(label, source, ERROR, labelled(_GRADER_FAULT, str(error)), sandbox_note=box.note,
-                       seed=options.seed)
+        return grader_fault(str(error))
     try:
         if reference is None:  # a self-check copy: its visible checks run in the student's own kernel
             run = run_notebook(build_notebook(source, answers), settings)
         else:
             run = run_notebook(trusted_notebook(source, reference), settings, student_program(source, answers))
     except sandboxing.MemoryGroupFailed as error:
-        return _report(label, source, ERROR, labelled(_GRADER_FAULT, str(error)), sandbox_note=box.note,
-                       seed=options.seed)
+        return grader_fault(str(error))
     except Exception as error:  # a fault of this machine or of the grader, not of the submission
-        return _report(label, source, ERROR, labelled(_GRADER_FAULT, f"could not run the notebook: {error!r}"),
-                       sandbox_note=box.note, seed=options.seed)
+        return grader_fault(f"could not run the notebook: {error!r}")
     if options.detect_tampering and reference is None and run.guard != "ready" and (run.cells or run.guard):
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, "the grader's guard did not start: "
                                                       f"{run.guard or 'no word from it'}"),
