@@ -11,12 +11,15 @@ the careful path from the start, so a verdict can only come from the careful pat
 
 The decoder is the standard library's C scanner, or msgspec when it is installed (the `fast`
 extra). S09_DECODER=stdlib or S09_DECODER=msgspec chooses; the default is msgspec when importable.
+The stdlib's loop decodes every record whole; msgspec's decodes only each record's envelope and
+the fields the fold needs, typed (Envelope), and decodes whole only the records that stay.
 Checks use the decoded values, never the bytes: a duplicate key later in a line, even escaped,
-overrides an earlier one, and the decoder keeps the later one, as the careful path does.
+overrides an earlier one, and both decoders keep the later one, as the careful path does.
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import time
@@ -87,8 +90,71 @@ def decoding_with(decoder: str):
         ACTIVE = before
 
 
-# --------------------------------------------------------------------------- decoding one block
+# --------------------------------------------------------------------------- reading whole lines
 
+
+def _whole_line_blocks(file, limit: int):
+    """file's bytes as blocks of whole lines (each ends with a newline), then b"" if the file ends
+    in a partial line; None (and no more) once a line reaches limit, the longest line allowed."""
+    pending = b""
+    while block := file.read(BLOCK):
+        data = pending + block if pending else block
+        cut = data.rfind(b"\n") + 1
+        chunk, pending = data[:cut], data[cut:]
+        if len(pending) >= limit or (chunk and _too_long(chunk, limit)):
+            yield None
+            return
+        if chunk:
+            yield chunk
+    if pending:
+        yield b""
+
+
+def _too_long(chunk: bytes, limit: int) -> bool:
+    """True when a line of chunk reaches the record limit."""
+    return len(chunk) >= limit and max(map(len, chunk.split(b"\n"))) >= limit
+
+
+def _deeper(frames: int, decode, chunk: bytes):
+    """decode(chunk), called frames calls further down the stack (see FRAMES_BELOW_RECOVER)."""
+    return decode(chunk) if frames <= 0 else _deeper(frames - 1, decode, chunk)
+
+
+def _summary(window: list, title, snapshots: list, total: int, reasoning: int, pending_calls: list) -> dict:
+    """recover()'s summary of a file read to its end with nothing unusual: the lesson's ReplayState as a dict."""
+    state = ReplayState(messages=messages_of(window), title=title, file_snapshots=snapshots, total_events=total,
+                        reasoning_count=reasoning, next_sequence=total + 1, ignored_partial_tail=False,
+                        pending_calls=pending_calls, unknown_schema_events=0)
+    summary = dict(vars(state))
+    summary["message_count"] = len(state.messages)
+    return summary
+
+
+# The fields the loops below check for each type, written out inline; if the lesson's table
+# changes, the loops stand aside (and tests/test_fast_path_differential.py says so).
+SHAPES_CHECKED_INLINE = {TYPE_MESSAGE: ("role",), TYPE_FUNCTION_CALL: ("callId", "name"),
+                         TYPE_FUNCTION_CALL_RESULT: ("callId",), TYPE_AI_TITLE: ("title",)}
+SHAPES_MATCH = REQUIRED_STRINGS == SHAPES_CHECKED_INLINE
+
+
+def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str | None = None) -> dict | None:
+    """recover()'s summary for the transcript at path, or None when the careful path must decide.
+
+    path holds session_id's records; limit is the longest line allowed (max_record_bytes);
+    max_items has already been checked. The caller only asks for transcripts without the chain.
+    """
+    if not SHAPES_MATCH:
+        return None
+    read = _read_with_msgspec if (decoder or ACTIVE) == "msgspec" else _read_with_stdlib
+    try:
+        file = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    with file:
+        return read(file, session_id, max_items, limit)
+
+
+# --------------------------------------------------------------------------- the stdlib's loop
 
 _SCAN = DECODER.scan_once  # the lesson's decoder (NaN refused), its C scanner called directly
 
@@ -112,142 +178,220 @@ def _stdlib_values(chunk: bytes) -> list | None:
     return values
 
 
-def _msgspec_values(chunk: bytes) -> list | None:
-    """The same as _stdlib_values, with msgspec decoding the whole block in one call.
-
-    msgspec's decode_lines reads values one after another, a newline being only whitespace to it:
-    one value could span two lines and two could share one. So every line must start with "{" and
-    end with "}" (_object_lines): a "}" then a "{" is always two values, never one (a string
-    cannot hold a raw newline), so each newline ends a value, and the values fall one to a line
-    exactly when there are as many of them as lines.
-    """
-    lines = _object_lines(chunk)
-    if lines is None:
-        return None
-    try:
-        values = _MSGSPEC_DECODER.decode_lines(chunk)
-    except Exception:  # msgspec.DecodeError, RecursionError: the careful path decides
-        return None
-    return values if len(values) == lines else None
-
-
-def _object_lines(chunk: bytes) -> int | None:
-    """How many lines chunk holds (it ends with a newline) if each starts with "{" and ends with "}", else None."""
-    lines, position, find = 0, 0, chunk.find
-    while (newline := find(b"\n", position)) >= 0:
-        if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
-            return None
-        lines += 1
-        position = newline + 1
-    return lines
-
-
-_OPEN, _CLOSE = ord("{"), ord("}")
-_MSGSPEC_DECODER = msgspec.json.Decoder() if msgspec is not None else None
-_BLOCK_DECODERS = {"stdlib": _stdlib_values, "msgspec": _msgspec_values}
-
-
-def _too_long(chunk: bytes, limit: int) -> bool:
-    """True when a line of chunk reaches the record limit."""
-    return len(chunk) >= limit and max(map(len, chunk.split(b"\n"))) >= limit
-
-
-def _deeper(frames: int, values_of, chunk: bytes):
-    """values_of(chunk), called frames calls further down the stack (see FRAMES_BELOW_RECOVER)."""
-    return values_of(chunk) if frames <= 0 else _deeper(frames - 1, values_of, chunk)
-
-
-# --------------------------------------------------------------------------- recover in one loop
-
-# The fields the loop below checks for each type, written out inline; if the lesson's table
-# changes, the loop stands aside (and tests/test_fast_path_differential.py says so).
-SHAPES_CHECKED_INLINE = {TYPE_MESSAGE: ("role",), TYPE_FUNCTION_CALL: ("callId", "name"),
-                         TYPE_FUNCTION_CALL_RESULT: ("callId",), TYPE_AI_TITLE: ("title",)}
-SHAPES_MATCH = REQUIRED_STRINGS == SHAPES_CHECKED_INLINE
-
-
-def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str | None = None) -> dict | None:
-    """recover()'s summary for the transcript at path, or None when the careful path must decide.
-
-    path holds session_id's records; limit is the longest line allowed (max_record_bytes);
-    max_items has already been checked. The caller only asks for transcripts without the chain.
-    """
-    values_of = _BLOCK_DECODERS[decoder or ACTIVE]
-    if not SHAPES_MATCH:
-        return None
-    try:
-        file = open(path, "rb")
-    except FileNotFoundError:
-        return None
+def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict | None:
+    """fast_recover with the standard library's scanner: each record decoded whole, checked and folded."""
     window = deque(maxlen=min(max_items, sys.maxsize))
     keep, snapshots, open_calls = window.append, [], {}
     title, reasoning, expected, batch_end = None, 0, 1, None
     prefix = event_id_for(session_id, "")
-    pending = b""
-    with file:
-        while block := file.read(BLOCK):
-            data = pending + block if pending else block
-            cut = data.rfind(b"\n") + 1
-            chunk, pending = data[:cut], data[cut:]
-            if len(pending) >= limit:
+    for chunk in _whole_line_blocks(file, limit):
+        if not chunk:  # a line too long, or a partial tail
+            return None
+        values = _deeper(FRAMES_BELOW_RECOVER, _stdlib_values, chunk)
+        if values is None:
+            return None
+        for record in values:
+            # the lesson's checks of a record (JSONLTranscript.record_problem), in the common case only
+            if type(record) is not dict:
                 return None
-            if not chunk:
-                continue
-            if _too_long(chunk, limit):
+            sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
+            if (sequence != expected or type(sequence) is not int or version != SCHEMA_VERSION
+                    or type(version) is not int or type(kind) is not str  # a newer schema: the careful path
+                    or record.get("session_id") != session_id or record.get("event_id") != f"{prefix}{sequence}"
+                    or CHAIN_FIELD in record):  # the lab's chain: the careful path
                 return None
-            values = _deeper(FRAMES_BELOW_RECOVER, values_of, chunk)
-            if values is None:
+            if BATCH_END_FIELD in record:  # the lab's batches: their records follow one another
+                end = record[BATCH_END_FIELD]
+                if type(end) is not int or end < sequence or (batch_end is not None and end != batch_end):
+                    return None
+                batch_end = end if end > sequence else None
+            elif batch_end is not None:
                 return None
-            for record in values:
-                # the lesson's checks of a record (JSONLTranscript.record_problem), in the common case only
-                if type(record) is not dict:
+            expected += 1
+            # the fields each type needs (the lesson's shape_problem), then its fold (JSONLTranscript.rebuild)
+            keep(record)
+            if kind == TYPE_MESSAGE:
+                if type(record.get("role")) is not str or "content" not in record:
                     return None
-                sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
-                if (sequence != expected or type(sequence) is not int or version != SCHEMA_VERSION
-                        or type(version) is not int or type(kind) is not str  # a newer schema: the careful path
-                        or record.get("session_id") != session_id or record.get("event_id") != f"{prefix}{sequence}"
-                        or CHAIN_FIELD in record):  # the lab's chain: the careful path
+            elif kind == TYPE_REASONING:
+                reasoning += 1
+            elif kind == TYPE_FUNCTION_CALL:
+                call_id = record.get("callId")
+                if type(call_id) is not str or type(record.get("name")) is not str:
                     return None
-                if BATCH_END_FIELD in record:  # the lab's batches: their records follow one another
-                    end = record[BATCH_END_FIELD]
-                    if type(end) is not int or end < sequence or (batch_end is not None and end != batch_end):
-                        return None
-                    batch_end = end if end > sequence else None
-                elif batch_end is not None:
+                open_calls[call_id] = record
+            elif kind == TYPE_FUNCTION_CALL_RESULT:
+                call_id = record.get("callId")
+                if type(call_id) is not str:
                     return None
-                expected += 1
-                # the fields each type needs (the lesson's shape_problem), then its fold (JSONLTranscript.rebuild)
-                keep(record)
-                if kind == TYPE_MESSAGE:
-                    if type(record.get("role")) is not str or "content" not in record:
-                        return None
-                elif kind == TYPE_REASONING:
-                    reasoning += 1
-                elif kind == TYPE_FUNCTION_CALL:
-                    call_id = record.get("callId")
-                    if type(call_id) is not str or type(record.get("name")) is not str:
-                        return None
-                    open_calls[call_id] = record
-                elif kind == TYPE_FUNCTION_CALL_RESULT:
-                    call_id = record.get("callId")
-                    if type(call_id) is not str:
-                        return None
-                    open_calls.pop(call_id, None)
-                elif kind == TYPE_AI_TITLE:
-                    title = record.get("title")
-                    if type(title) is not str:
-                        return None
-                elif kind == TYPE_FILE_SNAPSHOT:
-                    snapshots.append(record)
-    if pending or batch_end is not None:  # a partial tail, a lost newline, or a torn batch
+                open_calls.pop(call_id, None)
+            elif kind == TYPE_AI_TITLE:
+                title = record.get("title")
+                if type(title) is not str:
+                    return None
+            elif kind == TYPE_FILE_SNAPSHOT:
+                snapshots.append(record)
+    if batch_end is not None:  # a torn batch
         return None
-    total = expected - 1
-    state = ReplayState(messages=messages_of(window), title=title, file_snapshots=snapshots, total_events=total,
-                        reasoning_count=reasoning, next_sequence=total + 1, ignored_partial_tail=False,
-                        pending_calls=list(open_calls.values()), unknown_schema_events=0)
-    summary = dict(vars(state))
-    summary["message_count"] = len(state.messages)
-    return summary
+    return _summary(list(window), title, snapshots, expected - 1, reasoning, list(open_calls.values()))
+
+
+# --------------------------------------------------------------------------- msgspec's loop
+#
+# msgspec decodes each line into an Envelope: only the envelope and the fields the fold needs,
+# their types checked in C. It checks the JSON of every other field as it skips it, except for two
+# things the careful path refuses: bytes that are not UTF-8, and an integer longer than Python's
+# digit limit (it never makes the int). _envelopes checks both for each block;
+# tests/test_fast_path_differential.py reads every damaged file with window 0 too, where no
+# record is decoded whole. The records that stay (the window, the snapshots, the calls still
+# open) are decoded whole once the file has been read.
+
+if msgspec is not None:
+    class Envelope(msgspec.Struct, gc=False):
+        """The fields of one record that msgspec's loop checks and folds, typed; the rest are skipped.
+
+        A field of another type is a msgspec.ValidationError: the careful path decides the file.
+        """
+        schema_version: int
+        sequence: int
+        event_id: str
+        session_id: str
+        type: str
+        batch_end: int | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name=BATCH_END_FIELD)
+        chain: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name=CHAIN_FIELD)
+        role: str | msgspec.UnsetType = msgspec.UNSET
+        content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET  # only its presence is checked
+        callId: str | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - the field's name in the file
+        name: str | msgspec.UnsetType = msgspec.UNSET
+        title: str | msgspec.UnsetType = msgspec.UNSET
+
+    UNSET = msgspec.UNSET
+    _ENVELOPES = msgspec.json.Decoder(Envelope)
+    _RECORD = msgspec.json.Decoder().decode  # a whole record, as a dict
+
+
+def _line_starts(chunk: bytes) -> list[int] | None:
+    """Where each line of chunk starts, then len(chunk), if each starts with "{" and ends with "}"; else None.
+
+    msgspec's decode_lines reads values one after another, a newline being only whitespace to it:
+    one value could span two lines and two could share one. A "}" then a "{" is always two values,
+    never one (a string cannot hold a raw newline), so with this shape each newline ends a value,
+    and the values fall one to a line exactly when there are as many of them as lines.
+    """
+    starts, position, find = [], 0, chunk.find
+    while (newline := find(b"\n", position)) >= 0:
+        if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
+            return None
+        starts.append(position)
+        position = newline + 1
+    starts.append(position)
+    return starts
+
+
+_OPEN, _CLOSE = ord("{"), ord("}")
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")  # a run of digits becomes a run of "0"
+
+
+def _may_hold_a_long_integer(chunk: bytes, starts: list[int]) -> bool:
+    """True when a line of chunk may hold an integer longer than Python's digit limit (the careful
+    decoder refuses one; msgspec skips it unread): a run of that many digits, or more."""
+    digits = sys.get_int_max_str_digits()  # 0: no limit
+    if not digits or len(chunk) <= digits or max(map(operator.sub, starts[1:], starts)) <= digits:
+        return False
+    return b"0" * (digits + 1) in chunk.translate(_DIGITS_AS_ZERO)
+
+
+def _is_utf8(chunk: bytes) -> bool:
+    """True when chunk is UTF-8, as the careful path decodes it (msgspec does not check what it skips)."""
+    if chunk.isascii():  # the common case, checked a word at a time
+        return True
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _envelopes(chunk: bytes) -> tuple[list, list[int]] | None:
+    """The Envelope of each line of chunk and where the lines start, or None if any line is unusual."""
+    starts = _line_starts(chunk)
+    if starts is None or not _is_utf8(chunk) or _may_hold_a_long_integer(chunk, starts):
+        return None
+    try:
+        records = _ENVELOPES.decode_lines(chunk)
+    except Exception:  # msgspec.DecodeError, ValidationError, RecursionError: the careful path decides
+        return None
+    return (records, starts) if len(records) == len(starts) - 1 else None
+
+
+def _last_lines(blocks: deque, count: int) -> deque:
+    """The last count lines of blocks ((block, line starts) pairs, in file order)."""
+    lines = deque(maxlen=count)
+    for block, starts in blocks:
+        lines.extend(block[start:end] for start, end in zip(starts, starts[1:]))
+    return lines
+
+
+def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dict | None:
+    """fast_recover with msgspec: each record's Envelope checked and folded. The records that stay
+    are decoded whole at the end: the window is the file's last lines (one record a line), so only
+    the last blocks are kept; a snapshot's line or an open call's is copied out of its block."""
+    count = min(max_items, sys.maxsize)
+    recent, held, snapshots, open_calls = deque(), 0, [], {}  # recent: the blocks the window's lines are in
+    title, reasoning, expected, batch_end = None, 0, 1, None
+    prefix = event_id_for(session_id, "")
+    for chunk in _whole_line_blocks(file, limit):
+        if not chunk:  # a line too long, or a partial tail
+            return None
+        found = _deeper(FRAMES_BELOW_RECOVER, _envelopes, chunk)
+        if found is None:
+            return None
+        records, starts = found
+        recent.append((chunk, starts))
+        held += len(records)
+        while len(recent) > 1 and held - (len(recent[0][1]) - 1) >= count:  # the later blocks hold the window
+            held -= len(recent.popleft()[1]) - 1
+        for index, record in enumerate(records):
+            sequence = record.sequence  # the lesson's checks of a record, the types checked by msgspec
+            if (sequence != expected or record.schema_version != SCHEMA_VERSION or record.session_id != session_id
+                    or record.event_id != f"{prefix}{sequence}" or record.chain is not UNSET):
+                return None
+            end = record.batch_end
+            if end is not UNSET:
+                if end < sequence or (batch_end is not None and end != batch_end):
+                    return None
+                batch_end = end if end > sequence else None
+            elif batch_end is not None:
+                return None
+            expected += 1
+            kind = record.type
+            if kind == TYPE_MESSAGE:
+                if record.role is UNSET or record.content is UNSET:
+                    return None
+            elif kind == TYPE_REASONING:
+                reasoning += 1
+            elif kind == TYPE_FUNCTION_CALL:
+                if record.callId is UNSET or record.name is UNSET:
+                    return None
+                open_calls[record.callId] = chunk[starts[index]:starts[index + 1]]
+            elif kind == TYPE_FUNCTION_CALL_RESULT:
+                if record.callId is UNSET:
+                    return None
+                open_calls.pop(record.callId, None)
+            elif kind == TYPE_AI_TITLE:
+                if record.title is UNSET:
+                    return None
+                title = record.title
+            elif kind == TYPE_FILE_SNAPSHOT:
+                snapshots.append(chunk[starts[index]:starts[index + 1]])
+    if batch_end is not None:  # a torn batch
+        return None
+    kept = (_last_lines(recent, count), snapshots, open_calls.values())
+    try:
+        window, snapshots, calls = (list(map(_RECORD, lines)) for lines in kept)
+    except Exception:  # noqa: BLE001 - it read as an Envelope; whole, the careful path decides
+        return None
+    return _summary(window, title, snapshots, expected - 1, reasoning, calls)
 
 
 # --------------------------------------------------------------------------- encoding
@@ -264,7 +408,6 @@ _MSGSPEC_ENCODE = msgspec.json.Encoder().encode if msgspec is not None else None
 # recorded_at's own value (its seconds are 29.904103). Strings such as "3.11" take the stdlib's
 # road too, which costs time, never bytes. (Every digit made "0" first, then finds and a count: a
 # regular expression costs ten times more.)
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 def _may_hold_a_float(line: bytes, record: dict) -> bool:

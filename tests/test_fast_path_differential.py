@@ -135,6 +135,9 @@ TWISTS = {
     "sequence as a float": lambda n: record_text(n, type="reasoning").replace(f'"sequence":{n},', f'"sequence":{n}.0,'),
     "big integer content": lambda n: record_text(n, type="reasoning")[:-1] + f',"n":{10**40}}}',
     "integer past the digit limit": lambda n: record_text(n, type="reasoning")[:-1] + ',"n":' + "7" * 4301 + "}",
+    "digits past the limit in a string": lambda n: record_text(n, type="reasoning", n="7" * 4301),
+    "not UTF-8 in a field": lambda n: record_text(n, type="reasoning", text="a \udcff b"),  # raw: bytes ED B3 BF
+    "not UTF-8 in a message's content": lambda n: record_text(n, type="message", role="user", content="\ud800"),
     "schema_version true":
         lambda n: record_text(n, type="reasoning").replace('"schema_version":1', '"schema_version":true'),
     "newer schema": lambda n: record_text(n, type="whatever").replace('"schema_version":1', '"schema_version":2'),
@@ -142,6 +145,7 @@ TWISTS = {
     "batch start": lambda n: record_text(n, type="reasoning", batch_end=n + 1),
     "batch end": lambda n: record_text(n, type="reasoning", batch_end=n),
     "batch_end behind": lambda n: record_text(n, type="reasoning", batch_end=n - 1),
+    "batch_end null": lambda n: record_text(n, type="reasoning", batch_end=None),
     "lone surrogate, escaped": lambda n: record_text(n, type="reasoning")[:-1] + ',"text":"\\ud800 and \\udc00"}',
     "surrogate pair, escaped": lambda n: record_text(n, type="reasoning")[:-1] + ',"text":"\\ud83d\\ude00"}',
     "NaN": lambda n: record_text(n, type="reasoning")[:-1] + ',"x":NaN}',
@@ -152,6 +156,9 @@ TWISTS = {
     "deep nesting 3000": lambda n: record_text(n, type="reasoning")[:-1] + f',"x":{nested(3000)}}}',
     "message without role": lambda n: record_text(n, type="message", content="hi"),
     "message without content": lambda n: record_text(n, type="message", role="user"),
+    "message with null content": lambda n: record_text(n, type="message", role="user", content=None),
+    "role a number, then a string": lambda n: record_text(n, type="message", role=5, content="a")[:-1]
+    + ',"role":"user"}',
     "call without name": lambda n: record_text(n, type="function_call", callId="c"),
     "result with a number for callId": lambda n: record_text(n, type="function_call_result", callId=5),
     "title": lambda n: record_text(n, type="ai-title", title=f"title {n}"),
@@ -315,7 +322,7 @@ def test_lines_across_block_boundaries(decoder):
 
 
 # A value spanning lines 1 and 2, and two values on line 3: as many values as lines, so only
-# the shape of each line (fast._object_lines) tells a stream decoder's values from the lines'.
+# the shape of each line (fast._line_starts) tells a stream decoder's values from the lines'.
 SPAN_AND_PAIR = encoded("\n".join([
     record_text(1, type="reasoning")[:-1] + ',"x":[', "1]}",
     record_text(2, type="reasoning") + record_text(3, type="reasoning"), record_text(4, type="reasoning"), ""]))
@@ -329,11 +336,21 @@ def test_a_value_across_two_lines_beside_two_values_on_one(decoder):
 # --------------------------------------------------------------------------- a test of the test
 
 
+def blind_to_the_chain(decoder: str):
+    """The decoder's loop with its chain check looking for another field, so that it never finds the chain."""
+    if decoder == "stdlib":
+        return broken("CHAIN_FIELD", "not-the-chain")
+
+    class ChainBlind(fast.Envelope):  # msgspec's loop reads the chain through Envelope's field
+        chain: fast.msgspec.Raw | fast.msgspec.UnsetType = fast.msgspec.field(default=fast.UNSET, name="not-the-chain")
+    return broken("_ENVELOPES", fast.msgspec.json.Decoder(ChainBlind))
+
+
 @pytest.mark.parametrize("decoder", AVAILABLE)
 def test_a_fast_path_that_skips_the_chain_check_is_caught(decoder):
     damaged = CHAINED.replace(b"Fix add()", b"Fix sub()")
     assert disagreements(damaged, decoder) == []
-    with broken("CHAIN_FIELD", "not-the-chain"):
+    with blind_to_the_chain(decoder):
         assert disagreements(damaged, decoder)
 
 
@@ -351,10 +368,26 @@ def test_a_fast_path_that_forgets_a_type_check_is_caught(decoder):
         assert disagreements(PLAIN, decoder)
 
 
+@pytest.mark.parametrize(("guard", "twist"), [("_is_utf8", "not UTF-8 in a field"),
+                                            ("_may_hold_a_long_integer", "integer past the digit limit")])
+def test_a_msgspec_loop_that_trusts_what_it_skips_is_caught(guard, twist):
+    if fast.msgspec is None:
+        pytest.skip("msgspec is not installed")
+    data = b"".join(encoded(TWISTS[name](n)) + b"\n" for n, name in enumerate(["none", twist], start=1))
+    assert disagreements(data, "msgspec") == []
+    with broken(guard, lambda chunk, *rest: guard == "_is_utf8"):  # each guard answers "nothing to see"
+        assert disagreements(data, "msgspec")
+
+
+def every_line_start(chunk: bytes) -> list[int]:
+    """fast._line_starts without its check of each line's shape: only the newlines count."""
+    return [0] + [position + 1 for position, byte in enumerate(chunk) if byte == ord("\n")]
+
+
 def test_a_fast_path_that_only_counts_lines_is_caught():
     if fast.msgspec is None:
         pytest.skip("msgspec is not installed")
-    with broken("_object_lines", lambda chunk: chunk.count(b"\n")):
+    with broken("_line_starts", every_line_start):
         assert disagreements(SPAN_AND_PAIR, "msgspec")
 
 
