@@ -221,10 +221,12 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
 
     Keys: "append" (the lab's DurableTranscript, one fsync each), "lesson_append" (code.py's
     JSONLTranscript, the same events), "bare" (os.write + fsync of the bytes append wrote for
-    that event), "fsync" (the fsync alone, inside "bare"), "write_only" (the same os.write with no
-    fsync: not durable, for scale) and "sqlite_<MODE>" for each SQLite synchronous mode (one
-    insert per transaction). The sides take turns for every event, in an order that changes from
-    one event to the next, so each side runs as often right after another side's fsync.
+    that event), "fsync" (the fsync alone, inside "bare"), "plain_writer" (SameBytesPeer with the
+    lab's encoder: the least any writer of the same record does, stamp, encode, write, fsync, with
+    no checks), "write_only" (the same os.write with no fsync: not durable, for scale) and
+    "sqlite_<MODE>" for each SQLite synchronous mode (one insert per transaction). The sides take
+    turns for every event, in an order that changes from one event to the next, so each side runs
+    as often right after another side's fsync.
     """
     folder = Path(folder)
     transcript = DurableTranscript(folder / "single-append.jsonl")
@@ -232,6 +234,8 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
     bare = BareLog(folder / "single-bare.jsonl")
     unsynced = BareLog(folder / "single-unsynced.jsonl")
     databases = {mode: SqliteLog(folder / f"single-{mode}.sqlite3", mode) for mode in sqlite_modes}
+    # the lab's session id and sequences (after the warm-up), so the lines are the lab's
+    plain = SameBytesPeer(folder / "single-plain.jsonl", transcript.session_id, per_round + 1, encoder="lab")
     events = [synthetic_event(n, text_bytes) for n in range(per_round)]
     written: list[bytes] = [b""] * per_round  # the line append last wrote for each event: the others write it too
     spent: dict[str, float] = {}
@@ -253,6 +257,9 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
         spent["bare"] += end - start
         spent["fsync"] += end - synced_from
 
+    def plain_writer(index: int) -> None:
+        spent["plain_writer"] += timed(lambda: plain.append(events[index]))
+
     def write_only(index: int) -> None:
         spent["write_only"] += timed(lambda: unsynced.write(written[index]))
 
@@ -261,7 +268,8 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
             spent[f"sqlite_{mode}"] += timed(lambda: database.insert(written[index]))
         return insert
 
-    sides = {"append": library, "lesson_append": lesson_side, "bare": bare_side, "write_only": write_only}
+    sides = {"append": library, "lesson_append": lesson_side, "bare": bare_side, "plain_writer": plain_writer,
+             "write_only": write_only}
     sides.update({f"sqlite_{mode}": sqlite_side(mode, db) for mode, db in databases.items()})
     names = list(sides)
 
@@ -290,16 +298,18 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
         lesson.close()
         bare.close()
         unsynced.close()
+        plain.close()
         for database in databases.values():
             database.close()
 
 
 class SameBytesPeer:
-    """The fair peer of append_batch: what a plain program writes for the same group commit.
+    """The fair peer: what a plain program writes for the same group commit, or the same single event.
 
     The same records as the lab's (its envelope, batch_end, the payload) with one encoder
-    (json.dumps with the lab's separators), all lines in one write, one fsync: the same bytes
-    as the lab's file, but for recorded_at (another moment).
+    (json.dumps with the lab's separators by default; "lab": the lab's own, fast.encode_record),
+    all lines in one write, one fsync: the same bytes as the lab's file, but for recorded_at
+    (another moment). No checks, no lock, no writer check.
     """
 
     def __init__(self, path, session_id: str, first_sequence: int = 1, encoder: str = "stdlib"):
@@ -307,16 +317,27 @@ class SameBytesPeer:
         self.session_id, self.next_sequence = session_id, first_sequence
         self.encode = _PEER_ENCODERS[encoder]
 
+    def record(self, sequence: int, event: dict, recorded_at: str, **batch_end) -> dict:
+        """The lab's record of event at sequence: the envelope, batch_end if given, then the payload."""
+        return {"schema_version": 1, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
+                "session_id": self.session_id, "recorded_at": recorded_at, **batch_end, **event}
+
     def append_batch(self, events: list) -> None:
         """Encode the batch's records, write them once and fsync once."""
         first, last = self.next_sequence, self.next_sequence + len(events) - 1
         recorded_at = datetime.now(timezone.utc).isoformat()
-        records = [{"schema_version": 1, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
-                    "session_id": self.session_id, "recorded_at": recorded_at, BATCH_END_FIELD: last, **event}
+        records = [self.record(sequence, event, recorded_at, **{BATCH_END_FIELD: last})
                    for sequence, event in enumerate(events, start=first)]
         self.log.write(b"".join([self.encode(record) + b"\n" for record in records]))
         self.log.sync()
         self.next_sequence = last + 1
+
+    def append(self, event: dict) -> None:
+        """One record, stamped now by fast.utc_stamp, in one write and one fsync: figure 1's plain writer."""
+        sequence = self.next_sequence
+        self.log.write(self.encode(self.record(sequence, event, fast.utc_stamp())) + b"\n")
+        self.log.sync()
+        self.next_sequence = sequence + 1
 
     def close(self) -> None:
         """Release the descriptor."""
@@ -327,7 +348,11 @@ def _dumps_bytes(record: dict) -> bytes:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-_PEER_ENCODERS = {"stdlib": _dumps_bytes}
+def _lab_encoder_bytes(record: dict) -> bytes:
+    return fast.encode_record(record, floats=False)  # the fastest encoder the lab has (the decoder in use)
+
+
+_PEER_ENCODERS = {"stdlib": _dumps_bytes, "lab": _lab_encoder_bytes}
 if fast.msgspec is not None:
     _PEER_ENCODERS["msgspec"] = fast.msgspec.json.encode
 
@@ -536,6 +561,9 @@ def figures_from(measured: dict, sizes: Sizes) -> list[Figure]:
                    f"(median fsync {fsync_us:.0f} us)", paired_ratio(single, "bare", "append"), append_goal),
             Target(f"[{name}] us the lab's append adds to each bare write + fsync", added_us, added_goal,
                    at_most=True)]
+        floor_us = statistics.median(a - b for a, b in zip(single["plain_writer"], single["bare"])) * 1e6
+        single_lines.append(Target(f"[{name}] us a plain writer (stamp, encode, write + fsync; no checks) adds: "
+                                   "the floor", floor_us))
         batch_lines += [
             Target(f"[{name}] append_batch({batch_size}) / same bytes by json.dumps each, one write, one fsync",
                    paired_ratio(batch, "dumps_batch", "append_batch"), batch_goal),
@@ -601,11 +629,24 @@ def run_all(folder, sizes: Sizes, progress: Callable[[str], None] = lambda messa
     return measured
 
 
+def cpu_model(cpuinfo_path="/proc/cpuinfo") -> str:
+    """The processor's name as Linux gives it ("model name" in /proc/cpuinfo), else platform's guess."""
+    try:
+        with open(cpuinfo_path, encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def machine_description() -> dict:
     """What the figures were measured on."""
     return {
         "platform": platform.platform(),
         "machine": platform.machine(),
+        "cpu": cpu_model(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
@@ -623,8 +664,9 @@ def report_lines(figures: list[Figure], machine: dict, quick: bool) -> list[str]
     """The printed report: one line per target, then how many were met."""
     sizes = "quick sizes: proves the code runs, not the targets" if quick else "full sizes"
     header = (f"s09 transcript benchmarks ({sizes})"
-              f"\nmachine: {machine['platform']}, {machine['cpus']} CPUs, Python {machine['python']}, "
-              f"SQLite {machine['sqlite']}, load average at start {machine['load_average']}")
+              f"\nmachine: {machine['platform']}, {machine['cpus']} CPUs ({machine['cpu']}), "
+              f"Python {machine['python']}, SQLite {machine['sqlite']}, "
+              f"load average at start {machine['load_average']}")
     lines = [header]
     for figure in figures:
         for index, target in enumerate(figure.targets):

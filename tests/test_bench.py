@@ -101,7 +101,8 @@ def without_time(line: bytes) -> dict:
 
 def test_the_bare_baseline_and_sqlite_write_the_lines_append_wrote_for_each_event(tmp_path):
     samples = bench.single_write_costs(tmp_path, rounds=2, per_round=4, text_bytes=80, sqlite_modes=("FULL", "NORMAL"))
-    assert set(samples) == {"append", "lesson_append", "bare", "fsync", "write_only", "sqlite_FULL", "sqlite_NORMAL"}
+    assert set(samples) == {"append", "lesson_append", "bare", "fsync", "plain_writer", "write_only",
+                            "sqlite_FULL", "sqlite_NORMAL"}
     assert all(len(values) == 2 and all(value > 0 for value in values) for values in samples.values())
     assert all(sync < bare for sync, bare in zip(samples["fsync"], samples["bare"]))  # the fsync is inside "bare"
     appended = (tmp_path / "single-append.jsonl").read_bytes().splitlines(keepends=True)
@@ -113,6 +114,9 @@ def test_the_bare_baseline_and_sqlite_write_the_lines_append_wrote_for_each_even
         for number, line in enumerate(lines):
             round_number, index = divmod(number, 4)
             assert line in (appended[4 * (round_number + 1) + index], appended[4 * round_number + index])
+    plain = (tmp_path / "single-plain.jsonl").read_bytes().splitlines(keepends=True)
+    assert [without_time(line) for line in plain] == [without_time(line) for line in appended[4:]]
+    assert all(line.endswith(b"\n") for line in plain)
     lesson = [json.loads(line) for line in (tmp_path / "single-lesson.jsonl").read_bytes().splitlines()]
     assert len(lesson) == 4 * 3
     for mode in ("FULL", "NORMAL"):
@@ -128,8 +132,8 @@ def test_the_sides_of_figure_one_take_turns_for_every_event(tmp_path, monkeypatc
     monkeypatch.setattr(bench.BareLog, "write", lambda self, line: order.append("bare") or real_write(self, line))
     bench.single_write_costs(tmp_path, rounds=1, per_round=4, text_bytes=20, sqlite_modes=())
     measured = order[4:]  # after the warm-up's four appends
-    events = [measured[3 * index:3 * index + 3] for index in range(4)]  # the lab, the bare loop, write_only
-    assert all(sorted(calls) == ["bare", "bare", "lab"] for calls in events) and len(measured) == 12
+    events = [measured[4 * index:4 * index + 4] for index in range(4)]  # the lab, bare, plain writer, write_only
+    assert all(sorted(calls) == ["bare", "bare", "bare", "lab"] for calls in events) and len(measured) == 16
     assert len({calls.index("lab") for calls in events}) > 1  # the lab is not always first, nor always last
 
 
@@ -205,6 +209,17 @@ def test_a_target_is_met_on_the_right_side_of_its_bound(value, bound, at_most, m
     assert ("met" if met else "MISSED") in str(target)
 
 
+def test_the_cpu_model_is_read_from_cpuinfo_else_platform(monkeypatch, tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Example CPU 9000\n")
+    assert bench.cpu_model(cpuinfo) == "Example CPU 9000"
+    monkeypatch.setattr(bench.platform, "processor", lambda: "")
+    cpuinfo.write_text("processor\t: 0\n")
+    assert bench.cpu_model(cpuinfo) == "unknown"
+    monkeypatch.setattr(bench.platform, "processor", lambda: "x86_64")
+    assert bench.cpu_model(tmp_path / "missing") == "x86_64"
+
+
 def test_a_context_line_has_no_target():
     assert bench.Target("x", 0.1).met and "no target" in str(bench.Target("x", 0.1))
 
@@ -220,7 +235,8 @@ def test_the_quick_command_prints_seven_figures_and_writes_the_raw_numbers(tmp_p
     assert any(line.endswith("targets met") for line in lines)
     report = json.loads(json_path.read_text())
     assert [figure["number"] for figure in report["figures"]] == list(range(1, 8))
-    assert report["quick"] is True and report["machine"]["cpus"]
+    assert report["quick"] is True and report["machine"]["cpus"] and report["machine"]["cpu"]
+    assert any(f"CPUs ({report['machine']['cpu']})" in line for line in lines)
     for figure in report["figures"]:
         assert all(math.isfinite(target["value"]) for target in figure["targets"])
     figure_two = report["figures"][1]
@@ -238,8 +254,8 @@ def test_the_quick_command_prints_seven_figures_and_writes_the_raw_numbers(tmp_p
 
 def fake_measured(batch: dict) -> dict:
     """What run_all returns for the stdlib decoder, with the given batch samples and placeholders elsewhere."""
-    single = {"append": [1.0], "lesson_append": [1.0], "bare": [1.0], "fsync": [0.5], "write_only": [0.1],
-              "sqlite_FULL": [1.0]}
+    single = {"append": [1.0], "lesson_append": [1.0], "bare": [1.0], "fsync": [0.5], "plain_writer": [1.0],
+              "write_only": [0.1], "sqlite_FULL": [1.0]}
     return {"decoders": {"stdlib": {"single": single, "batch": batch,
                                     "recover": {"recover": [1.0], "json_loads": [1.0]}}},
             "replay": {"big": [2.0], "small": [1.0]}, "open_append": {"big": [2.0], "empty": [1.0]},
@@ -264,10 +280,11 @@ def test_figure_one_prints_the_median_fsync_and_the_time_the_lab_adds():
     measured = fake_measured({"append_batch": [1.0], "dumps_batch": [1.0], "bare": [1.0], "append": [1.0]})
     measured["decoders"]["stdlib"]["single"].update(append=[130e-6, 150e-6, 170e-6], bare=[120e-6, 135e-6, 150e-6],
                                                     fsync=[100e-6, 110e-6, 300e-6], lesson_append=[1, 1, 1],
-                                                    sqlite_FULL=[1, 1, 1])
-    ratio, added, lesson = bench.figures_from(measured, bench.QUICK)[0].targets
+                                                    plain_writer=[125e-6, 142e-6, 150e-6], sqlite_FULL=[1, 1, 1])
+    ratio, added, floor, lesson = bench.figures_from(measured, bench.QUICK)[0].targets
     assert "median fsync 110 us" in ratio.label
     assert round(added.value, 6) == 15.0 and added.at_most and added.bound == 14 and not added.met  # 10, 15, 20
+    assert round(floor.value, 6) == 5.0 and floor.bound is None and "plain writer" in floor.label  # 5, 7, 0
 
 
 def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeypatch, capsys):
