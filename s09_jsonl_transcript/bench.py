@@ -161,6 +161,11 @@ def paired_ratio(samples: dict[str, list[float]], numerator: str, denominator: s
     return statistics.median(a / b for a, b in zip(samples[numerator], samples[denominator]))
 
 
+def paired_difference(samples: dict[str, list[float]], minuend: str, subtrahend: str) -> float:
+    """The median over rounds of minuend - subtrahend, each pair measured in the same round."""
+    return statistics.median(a - b for a, b in zip(samples[minuend], samples[subtrahend]))
+
+
 def medians(samples: dict[str, list[float]]) -> dict[str, float]:
     """Each measurement's median sample."""
     return {name: statistics.median(values) for name, values in samples.items()}
@@ -317,16 +322,17 @@ class SameBytesPeer:
         self.session_id, self.next_sequence = session_id, first_sequence
         self.encode = _PEER_ENCODERS[encoder]
 
-    def record(self, sequence: int, event: dict, recorded_at: str, **batch_end) -> dict:
+    def record(self, sequence: int, event: dict, recorded_at: str, batch_end: int | None = None) -> dict:
         """The lab's record of event at sequence: the envelope, batch_end if given, then the payload."""
+        batch = {} if batch_end is None else {BATCH_END_FIELD: batch_end}
         return {"schema_version": 1, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
-                "session_id": self.session_id, "recorded_at": recorded_at, **batch_end, **event}
+                "session_id": self.session_id, "recorded_at": recorded_at, **batch, **event}
 
     def append_batch(self, events: list) -> None:
         """Encode the batch's records, write them once and fsync once."""
         first, last = self.next_sequence, self.next_sequence + len(events) - 1
         recorded_at = datetime.now(timezone.utc).isoformat()
-        records = [self.record(sequence, event, recorded_at, **{BATCH_END_FIELD: last})
+        records = [self.record(sequence, event, recorded_at, batch_end=last)
                    for sequence, event in enumerate(events, start=first)]
         self.log.write(b"".join([self.encode(record) + b"\n" for record in records]))
         self.log.sync()
@@ -555,13 +561,13 @@ def figures_from(measured: dict, sizes: Sizes) -> list[Figure]:
         single, batch, recover = samples["single"], samples["batch"], samples["recover"]
         append_goal, added_goal, batch_goal, recover_goal = GOALS[name]
         fsync_us = statistics.median(single["fsync"]) * 1e6
-        added_us = statistics.median(a - b for a, b in zip(single["append"], single["bare"])) * 1e6
+        added_us = paired_difference(single, "append", "bare") * 1e6
         single_lines += [
             Target(f"[{name}] lab append / bare os.write + fsync, events per s "
                    f"(median fsync {fsync_us:.0f} us)", paired_ratio(single, "bare", "append"), append_goal),
             Target(f"[{name}] us the lab's append adds to each bare write + fsync", added_us, added_goal,
                    at_most=True)]
-        floor_us = statistics.median(a - b for a, b in zip(single["plain_writer"], single["bare"])) * 1e6
+        floor_us = paired_difference(single, "plain_writer", "bare") * 1e6
         single_lines.append(Target(f"[{name}] us a plain writer (stamp, encode, write + fsync; no checks) adds: "
                                    "the floor", floor_us))
         batch_lines += [
