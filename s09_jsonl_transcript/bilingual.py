@@ -4,6 +4,7 @@
     python -m s09_jsonl_transcript.bilingual accept     mark the sections you translated as done (they hold Chinese)
     python -m s09_jsonl_transcript.bilingual build      write notebooks/zh/*.ipynb and run both languages
     python -m s09_jsonl_transcript.bilingual check      exit 1 (saying why) when the two languages disagree
+    python -m s09_jsonl_transcript.bilingual tidy       tidy the saved notebooks without running them (see tidy())
 
 The English notebook (notebooks/en/NN_name.ipynb) is the source of the structure and the code.
 The Chinese text of its markdown cells lives beside the Chinese notebooks, in
@@ -30,6 +31,7 @@ import argparse
 import ast
 import copy
 import hashlib
+import json
 import os
 import re
 import sys
@@ -211,16 +213,89 @@ def same_code(english: str, chinese: str) -> bool:
 
 
 def execute(path: Path, timeout: int = 120) -> float:
-    """Run a notebook top to bottom in its own folder and save it with its outputs; return the seconds taken."""
+    """Run a notebook top to bottom in its own folder and save it with its outputs; return the seconds taken.
+
+    The run goes into a temporary file next to the notebook, which replaces it only when no cell raised
+    or wrote to stderr (a build under load never leaves a broken notebook behind). What is saved is tidy:
+    see tidy()."""
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
     started = time.monotonic()
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     elapsed = time.monotonic() - started
-    nbformat.write(notebook, path)
+    save_checked(tidy(notebook), path)
     return elapsed
+
+
+def tidy(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook as it is saved, so that a one-sentence change is a small diff: no execution metadata
+    (timestamps), a cell's stream outputs coalesced (one stdout, one stderr, as a reader sees them), and
+    widget model ids numbered in the order the notebook shows them instead of random ones."""
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = _coalesced(cell.outputs)
+    _number_widget_ids(notebook)
+    return notebook
+
+
+def _coalesced(outputs: list) -> list:
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and previous is not None
+                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+            previous["text"] = previous["text"] + output["text"]
+        else:
+            merged.append(output)
+    return merged
+
+
+_MODEL_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _number_widget_ids(notebook: nbformat.NotebookNode) -> None:
+    """Replace each widget's random 32-hex model id by a number: the widgets the cells display in order,
+    each followed by the models it refers to (its layout, style, children), depth first."""
+    state = notebook.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    models = state.get("state", {})
+    if not models:
+        return
+    order = {}
+
+    def visit(model_id: str) -> None:
+        if model_id in models and model_id not in order:
+            order[model_id] = f"{len(order) + 1:032x}"
+            for reference in _MODEL_ID.findall(json.dumps(models[model_id], sort_keys=True)):
+                visit(reference)
+
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            for reference in _MODEL_ID.findall(json.dumps(output.get("data", {}), sort_keys=True)):
+                visit(reference)
+    for model_id in sorted(models, key=lambda key: json.dumps(models[key], sort_keys=True)):
+        visit(model_id)  # a model no output shows: ordered by what it holds
+    renamed = _MODEL_ID.sub(lambda match: order.get(match.group(0), match.group(0)), nbformat.writes(notebook))
+    numbered = nbformat.reads(renamed, as_version=4)
+    widgets = numbered.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]
+    widgets["state"] = dict(sorted(widgets["state"].items()))
+    notebook.clear()
+    notebook.update(numbered)
+
+
+def save_checked(notebook: nbformat.NotebookNode, path: Path) -> None:
+    """Write notebook to path only if it ran clean (no error output, nothing on stderr): it goes to a
+    temporary file in the same folder first and replaces path in one rename."""
+    bad = [number for number, cell in enumerate(notebook.cells, start=1) if cell.cell_type == "code"
+           for output in cell.get("outputs", [])
+           if output.get("output_type") == "error" or output.get("name") == "stderr"]
+    if bad:
+        raise RuntimeError(f"{path.name}: cell {bad[0]} raised or wrote to stderr; the saved notebook is unchanged")
+    temporary = path.with_name(f".{path.name}.saving")
+    nbformat.write(notebook, temporary)
+    os.replace(temporary, path)
 
 
 def build(pair: Pair, *, run: bool = True) -> dict:
@@ -317,7 +392,7 @@ def main(argv=None) -> int:
     """The command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m s09_jsonl_transcript.bilingual",
                                      description="Build and check the Chinese notebooks from the English ones.")
-    parser.add_argument("command", choices=("extract", "accept", "build", "check"))
+    parser.add_argument("command", choices=("extract", "accept", "build", "check", "tidy"))
     parser.add_argument("names", nargs="*", help="notebook names (default: all), e.g. 01_events_on_disk")
     parser.add_argument("--no-run", action="store_true", help="build: write the notebooks without running them")
     args = parser.parse_args(argv)
@@ -334,6 +409,10 @@ def main(argv=None) -> int:
         elif args.command == "build":
             seconds = build(pair, run=not args.no_run)
             print(f"{pair.name}: built" + (f", run in {seconds} s" if seconds else " (not run)"))
+        elif args.command == "tidy":
+            for path in (pair.english, pair.chinese):
+                save_checked(tidy(nbformat.read(path, as_version=4)), path)
+            print(f"{pair.name}: tidied")
         else:
             found = problems(pair)
             status |= bool(found)

@@ -1,12 +1,14 @@
 """Shared fixtures (a transcript in a temporary folder with a deterministic clock) and the two test tiers.
 
-The default run (`python -m pytest`) is the fast tier: the library, the lesson modules, the English
-notebooks under strict nbval and one grading of a reference and of a release. `--full` adds the slow
-tier: the Chinese notebooks, the grader's full and red-team suites, the browser test and the long
-crash-lab campaigns. A test joins the slow tier by `@pytest.mark.slow`, by living in a module listed in
-SLOW_MODULES, or by being a notebook under notebooks/zh.
+The default run (`python -m pytest`) is the fast tier, at most 3 minutes on an idle 2-core machine: the
+library's promises, the lesson modules, the English chapters of the lesson (notebooks 1 to 5) under
+strict nbval and one grading of a reference and of a release. `--full` adds the slow tier: the Chinese
+notebooks, the notebooks beyond the lesson, the grader's full and red-team suites, the browser test and
+the crash-lab campaigns at a reduced size. A test joins the slow tier by `@pytest.mark.slow`, by living
+in a module listed in SLOW_MODULES, or by being a notebook that is not an English chapter of the lesson.
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,7 @@ def bug_fix(transcript):
     return transcript
 
 
+LESSON_CHAPTER = re.compile(r"0[1-5]_\w+\.ipynb")  # the default run's notebooks: the lesson's chapters, in English
 SLOW_MODULES = {
     "test_browser.py",  # JupyterLab in headless Chromium, every notebook in both languages
     "test_bilingual_notebooks.py",  # builds and compares both languages' notebooks
@@ -55,7 +58,9 @@ def pytest_addoption(parser):
 def _is_slow(item) -> bool:
     path = Path(str(item.fspath))
     in_chinese = "[zh" in item.nodeid or (path.suffix == ".ipynb" and path.parent.name == "zh")
-    return item.get_closest_marker("slow") is not None or path.name in SLOW_MODULES or in_chinese
+    beyond_the_lesson = path.suffix == ".ipynb" and not LESSON_CHAPTER.fullmatch(path.name)
+    return (item.get_closest_marker("slow") is not None or path.name in SLOW_MODULES or in_chinese
+            or beyond_the_lesson)
 
 
 def pytest_collection_modifyitems(config, items):
