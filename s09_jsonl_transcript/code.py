@@ -20,6 +20,7 @@ import json
 import math
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,8 @@ TRANSCRIPT_SOURCE_TYPE = "transcript"
 
 # The envelope: written by append around every event, never taken from the caller.
 ENVELOPE_FIELDS = frozenset({"schema_version", "sequence", "event_id", "session_id", "recorded_at"})
+FIELDS_APPEND_WRITES = ENVELOPE_FIELDS | {"batch_end", "chain"}  # and the lab's batch and chain
+INT_LIMIT = 10 ** 4300  # json.loads refuses integers of more digits (Python's int_max_str_digits)
 MAX_NESTING = 100  # deeper events are refused: json.loads could not read them back
 
 
@@ -58,11 +61,19 @@ class TranscriptCorruptionError(RuntimeError):
 
 
 class TranscriptValidationError(ValueError):
-    """append refused an event; not a byte of it was written."""
+    """append refused an event (or a transcript its path); not a byte of it was written."""
 
 
 class TranscriptLockedError(RuntimeError):
     """Another writer holds this transcript: a session has one writer at a time."""
+
+
+class TranscriptIOError(OSError):
+    """A file call failed (errno, strerror, filename say which); an append it stopped was undone."""
+
+
+class TranscriptOutcomeUnknownError(TranscriptIOError):
+    """Undoing a failed append failed: its record may be on disk. The instance appends no more."""
 
 
 class MemorySelectionError(ValueError):
@@ -161,12 +172,20 @@ class JSONLTranscript:
     def __init__(self, filepath, *, clock=None):
         self.path = Path(filepath).absolute()  # the same file even if the process changes directory
         self.filepath = str(self.path)
+        try:
+            names = os.fsencode(self.filepath).split(b"/")  # the bytes the file system is given
+        except UnicodeEncodeError:  # a lone surrogate: no name holds it
+            names = [b"\0"]
+        if b"\0" in b"".join(names) or max(map(len, names)) > 255:
+            raise TranscriptValidationError(f"{self.filepath!r}: a path may hold no NUL, no lone "
+                                            "surrogate and no name over 255 bytes")
         self.session_id = self.path.stem  # the file's name is the session id
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.lock = threading.Lock()
         self.file_io = FileIO()  # the writer's I/O calls (the lab passes its own)
         self.next_sequence = None  # the sequence the next append writes: read once, when the writer opens
         self._fd = self._writer_pid = self._closer = None  # the writer's descriptor, whose it is, its closer
+        self.outcome_unknown = None  # set when undoing a failed append failed: no append after that
 
     @classmethod
     def for_session(cls, root, workspace: str, session_id: str, **options):
@@ -204,14 +223,16 @@ class JSONLTranscript:
             return
         if self._fd is not None:  # inherited through os.fork(): the parent still writes through it
             self._drop_writer()  # closes our copy only; the parent's descriptor and lock stay
-        new_file = not self.path.exists()
-        if new_file:
-            make_folders(self.path.parent)
-        fd = self.file_io.open(self.path, self.open_flags, 0o600)
+        if self.outcome_unknown:  # whether that record is on disk, only a new instance may judge
+            raise self.outcome_unknown
+        fd = None
         try:
+            make_folders(self.path.parent)
+            fd = regular(self.path, self.open_flags, self.file_io.open)
             lock_for_writing(fd, self.path)
-            if new_file:
-                self.file_io.fsync_dir(self.path.parent)  # the new name is durable only once its folder is
+            found = os.fstat(fd)
+            if found.st_size == 0:  # nothing acknowledged here: nobody proved the name durable
+                self.file_io.fsync_dir(self.path.parent)  # a name is durable once its folder is
             end = self.read_for_writer()  # once: after this, appends never read the file
             if end.partial_tail_offset is not None:
                 self.file_io.truncate(fd, end.partial_tail_offset)  # never acknowledged: cut it off
@@ -219,9 +240,11 @@ class JSONLTranscript:
             elif end.last_line_unterminated:
                 self.file_io.write(fd, b"\n")  # a complete record lost only its newline: finish it, keep it
                 self.file_io.fsync(fd)
-        except BaseException:
-            self.file_io.close(fd)
-            raise
+            self._file_state = (found.st_dev, found.st_ino, os.lseek(fd, 0, os.SEEK_END))
+        except BaseException as error:
+            if fd is not None:
+                self.file_io.close(fd)
+            raise as_io_error(error, "open the writer", self.path)
         self._fd, self._writer_pid, self.next_sequence = fd, os.getpid(), end.next_sequence
         self._closer = weakref.finalize(self, self.file_io.close, fd)  # a dropped transcript still unlocks
 
@@ -231,20 +254,45 @@ class JSONLTranscript:
 
     def write_durably(self, data: bytes) -> None:
         """The durable write (hold `lock`): all of data in one os.write on the O_APPEND descriptor, then
-        fsync. A write that fails or falls short is cut off again: a retry writes the event once, never twice."""
+        fsync, then a check that the path still names this file, grown by data alone. What fails is
+        cut off again, durably (undo_append): a retry writes the event once, never twice."""
         end_before = os.lseek(self._fd, 0, os.SEEK_END)  # the file's size, where this write will land
+        step = "write"
         try:
             written = self.file_io.write(self._fd, data)  # os.write
-            if written != len(data):
-                raise OSError(errno.ENOSPC, f"the disk is full: only {written} of {len(data)} bytes "
-                                            f"reached {self.path.name}; nothing was appended")
+            if written != len(data):  # a short write: writing the rest makes the kernel say why
+                self.file_io.write(self._fd, data[written:])
+                raise OSError(errno.ENOSPC, f"the disk is full: {written} of {len(data)} bytes")
+            step = "fsync"
             self.file_io.fsync(self._fd)
-        except BaseException:
-            try:
-                self.file_io.truncate(self._fd, end_before)
-            finally:
-                self._drop_writer()  # fail closed: the next append reopens and re-reads the tail
-            raise
+            step = "check"
+            self.check_unchanged(len(data))  # never acknowledge to a file no reader finds
+        except BaseException as error:
+            self.undo_append(end_before, data, error, step)
+
+    def check_unchanged(self, written: int) -> None:
+        """Raise unless the path still names the writer's file, grown by `written` bytes alone."""
+        now = os.stat(self.filepath)
+        if (now.st_dev, now.st_ino, now.st_size - written) != self._file_state:
+            raise OSError(errno.ESTALE, "the path names another file now, or the file changed")
+        self._file_state = (now.st_dev, now.st_ino, now.st_size)
+
+    def undo_append(self, end: int, data: bytes, error: BaseException, step: str):
+        """Cut a failed append off durably (truncate, then fsync), drop the writer, raise error as
+        the library's. If the cut fails, the record may be there: TranscriptOutcomeUnknownError."""
+        try:
+            self.file_io.truncate(self._fd, end)
+            self.file_io.fsync(self._fd)  # a cut is a change too: durable only once synced
+        except BaseException as undo_error:
+            last = self.next_sequence + data.count(b"\n") - 1  # a batch is there if its last is
+            event_id = event_id_for(self.session_id, last)
+            text = f"{step} failed, and undoing it too: {event_id} may be on disk"
+            unknown = TranscriptOutcomeUnknownError(errno.EIO, text, self.filepath)
+            unknown.sequence, unknown.event_id, self.outcome_unknown = last, event_id, unknown
+            raise unknown from undo_error
+        finally:
+            self._drop_writer()  # fail closed: the next append reopens and re-reads the tail
+        raise as_io_error(error, step, self.path, "; the append was undone")
 
     def close(self) -> None:
         """Release the writer's descriptor and its lock; a later append opens them again."""
@@ -272,7 +320,8 @@ class JSONLTranscript:
         would also split on U+2028 inside JSON); the last piece is the unterminated tail, or empty."""
         reading = Reading()
         try:
-            lines = self.path.read_bytes().split(b"\n")
+            with open(regular(self.path), "rb") as file:
+                lines = file.read().split(b"\n")
         except FileNotFoundError:
             return reading
         offset = 0
@@ -320,7 +369,10 @@ class JSONLTranscript:
 
     def count_lines(self) -> int:
         """How many complete (newline-terminated) lines the file holds."""
-        return self.path.read_bytes().count(b"\n") if self.path.exists() else 0
+        if not self.path.exists():
+            return 0
+        with open(regular(self.path), "rb") as file:
+            return file.read().count(b"\n")
 
     # =========================================================================== 4. replay and recover
     def replay(self, max_items: int = SESSION_MAX_ITEMS) -> list[dict]:
@@ -396,8 +448,8 @@ def checked_event(event) -> dict:
         raise TranscriptValidationError(f"an event must be a dict, not {type(event).__name__}")
     if not isinstance(event.get("type"), str) or not event["type"]:
         raise TranscriptValidationError("an event needs a non-empty string 'type'")
-    if not ENVELOPE_FIELDS.isdisjoint(event):  # one set test; the message is built only for a refusal
-        spoofed = ", ".join(sorted(ENVELOPE_FIELDS & event.keys()))
+    if not FIELDS_APPEND_WRITES.isdisjoint(event):  # one set test; the message only for a refusal
+        spoofed = ", ".join(sorted(FIELDS_APPEND_WRITES & event.keys()))
         raise TranscriptValidationError(f"event carries reserved envelope fields append writes itself: {spoofed}")
     copied = json_copy(event)
     problem = shape_problem(copied)
@@ -422,8 +474,12 @@ def json_copy(value, depth: int = 0):
     would quietly turn a tuple into a list, the key 1 into "1": replay would differ from what was given.)"""
     if depth > MAX_NESTING:
         raise TranscriptValidationError(f"event is nested deeper than {MAX_NESTING} levels")
-    if value is None or type(value) in (str, int, bool):
+    if value is None or type(value) in (str, bool):
         return value
+    if isinstance(value, int):  # an int or an IntEnum, say: json.loads must read it back
+        if abs(value) >= INT_LIMIT:
+            raise TranscriptValidationError("an integer of over 4300 digits: json.loads refuses it")
+        return int.__int__(value)
     if type(value) is float:
         if not math.isfinite(value):
             raise TranscriptValidationError(f"{value!r} has no exact JSON representation")
@@ -437,8 +493,6 @@ def json_copy(value, depth: int = 0):
         return [json_copy(item, depth + 1) for item in value]
     if isinstance(value, str):  # a subclass, such as a str Enum: str(Role.USER) would be "Role.USER"
         return str.__str__(value)
-    if isinstance(value, int):  # an IntEnum, say
-        return int.__int__(value)
     if isinstance(value, float):
         return json_copy(float.__float__(value), depth)
     raise TranscriptValidationError(f"{type(value).__name__} is not a JSON type")
@@ -460,7 +514,27 @@ def make_folders(folder: Path) -> None:
     if not folder.exists():
         make_folders(folder.parent)
         folder.mkdir(exist_ok=True)  # another process may have made it first
-        FileIO().fsync_dir(folder.parent)
+        try:
+            FileIO().fsync_dir(folder.parent)
+        except OSError:
+            folder.rmdir()  # so that a retry makes it again, and syncs it
+            raise
+
+
+def regular(path, flags: int = os.O_RDONLY, opener=None) -> int:
+    """path opened without blocking (as a FIFO would): its descriptor, if it is a regular file."""
+    fd = (opener or os.open)(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TranscriptIOError(errno.EINVAL, "not a regular file (a FIFO, a device?)", str(path))
+    return fd
+
+
+def as_io_error(error: BaseException, operation: str, path, note: str = "") -> BaseException:
+    """error, or for an OSError the library's own TranscriptIOError naming operation and path."""
+    if not isinstance(error, OSError) or isinstance(error, TranscriptIOError):
+        return error
+    return TranscriptIOError(error.errno, f"{operation} failed: {error.strerror}{note}", str(path))
 
 
 def lock_for_writing(fd: int, path: Path) -> None:
@@ -473,10 +547,11 @@ def lock_for_writing(fd: int, path: Path) -> None:
 
 
 def _checked_name(kind: str, name) -> str:
-    """Return name if it is safe as one path component, else raise ValueError."""
+    """Return name if it is safe as one path component, else raise TranscriptValidationError."""
     unsafe = not isinstance(name, str) or not 0 < len(name) <= 128 or name.startswith(".")
     if unsafe or any(bad in name for bad in ("/", "\\", "\0", "..")):
-        raise ValueError(f"{kind} must be 1 to 128 characters, not start with '.', and hold no '/', '\\', '..' or NUL")
+        raise TranscriptValidationError(f"{kind} must be 1 to 128 characters, not start with '.', "
+                                        "and hold no '/', '\\', '..' or NUL")
     return name
 
 

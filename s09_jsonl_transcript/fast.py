@@ -31,7 +31,8 @@ from json.encoder import c_make_encoder, encode_basestring
 from .code import (
     DECODER,
     ENCODER,
-    ENVELOPE_FIELDS,
+    FIELDS_APPEND_WRITES,
+    INT_LIMIT,
     MAX_NESTING,
     REQUIRED_STRINGS,
     SCHEMA_VERSION,
@@ -45,6 +46,7 @@ from .code import (
     TranscriptValidationError,
     event_id_for,
     messages_of,
+    regular,
     shape_problem,
 )
 
@@ -147,7 +149,7 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
         return None
     read = _read_with_msgspec if (decoder or ACTIVE) == "msgspec" else _read_with_stdlib
     try:
-        file = open(path, "rb")
+        file = open(regular(path), "rb")
     except FileNotFoundError:
         return None
     with file:
@@ -441,9 +443,6 @@ def encode_record(record: dict, decoder: str | None = None, *, floats: bool = Tr
 
 # --------------------------------------------------------------------------- checking a plain event in one pass
 
-# Fields append writes itself: the envelope, and the lab's batch_end and chain.
-FIELDS_APPEND_WRITES = ENVELOPE_FIELDS | {BATCH_END_FIELD, CHAIN_FIELD}
-
 
 class _NotPlain(Exception):
     """A value plain_payload leaves to the careful checks."""
@@ -453,10 +452,11 @@ def plain_payload(event) -> dict | None:
     """A private copy of event when it is plain, or None: then the lesson's checked_event decides.
 
     Plain: a dict with a non-empty string 'type', none of the fields append writes, the fields its
-    type needs (the lesson's shape_problem), and inside only exact str, int, bool, None, lists and
-    dicts with string keys, nested less deep than the lesson's limit. No float: that is what lets
-    encode_record skip its float check. Whatever is plain, checked_event accepts and copies alike;
-    it also accepts more (floats, subclasses such as a str Enum) and names what is wrong.
+    type needs (the lesson's shape_problem), and inside only exact str, int (below the lesson's
+    INT_LIMIT), bool, None, lists and dicts with string keys, nested less deep than the lesson's
+    limit. No float: that is what lets encode_record skip its float check. Whatever is plain,
+    checked_event accepts and copies alike; it also accepts more (floats, subclasses such as a
+    str Enum) and names what is wrong.
     """
     if type(event) is not dict or not FIELDS_APPEND_WRITES.isdisjoint(event):
         return None
@@ -478,7 +478,7 @@ def _plain_dict(value: dict, depth: int) -> dict:
         kind = type(item)
         if type(key) is not str:
             raise _NotPlain
-        if kind is str or kind is int or item is None or kind is bool:
+        if kind is str or item is None or kind is bool or (kind is int and abs(item) < INT_LIMIT):
             copied[key] = item
         else:
             copied[key] = _plain_container(item, kind, depth + 1)
@@ -491,7 +491,7 @@ def _plain_list(value: list, depth: int) -> list:
     copied = []
     for item in value:
         kind = type(item)
-        if kind is str or kind is int or item is None or kind is bool:
+        if kind is str or item is None or kind is bool or (kind is int and abs(item) < INT_LIMIT):
             copied.append(item)
         else:
             copied.append(_plain_container(item, kind, depth + 1))

@@ -14,6 +14,8 @@ The crash lab, benchmarks, index, live sessions, turns, importers and CLI use th
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -36,12 +38,14 @@ from .code import (
     MockLLM,
     ReplayState,
     TranscriptCorruptionError,
+    TranscriptIOError,
     TranscriptValidationError,
     checked_event,
     event_id_for,
     event_to_message,
     last_items,
     parse_line,
+    regular,
     ticking_clock,
 )
 from .fast import encode_record, fast_recover, plain_payload, utc_now, utc_stamp
@@ -49,11 +53,12 @@ from .fast import encode_record, fast_recover, plain_payload, utc_now, utc_stamp
 MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers refuse a longer line
 BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
 CHAIN_FIELD = "chain"  # integrity mode only: sha256 of (previous line, this line), always the last field
-LAB_FIELDS = frozenset({BATCH_END_FIELD, CHAIN_FIELD})  # written by the lab, refused in events
 RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | {BATCH_END_FIELD}  # the envelope, and batch_end on a batch's records
 BLOCK = 64 * 1024  # how much a reader reads at a time, from either end of the file
 
 
+class SessionExistsError(TranscriptIOError, FileExistsError):
+    """create() was asked for a session whose file exists already: nothing was changed."""
 
 
 # --------------------------------------------------------------------------- what a scan finds
@@ -119,16 +124,23 @@ class DurableTranscript(JSONLTranscript):
 
     @classmethod
     def create(cls, filepath, **options) -> DurableTranscript:
-        """Start a new session: create its file (O_EXCL), or raise FileExistsError if it exists.
+        """Start a new session: create its file (O_EXCL), or raise SessionExistsError (a FileExistsError).
 
         Two processes that pick the same new session id cannot both get it. The returned
-        transcript already holds the writer.
+        transcript already holds the writer. A create() that fails half way (the file made,
+        its folder not synced) removes the empty file it made, so that it can be retried.
         """
         transcript = cls(filepath, **options)
         transcript.open_flags = JSONLTranscript.open_flags | os.O_EXCL  # the first open creates the file or fails
         try:
             with transcript.lock:
                 transcript.open_writer()
+        except BaseException as error:
+            if isinstance(error, OSError) and error.errno == errno.EEXIST:
+                raise SessionExistsError(errno.EEXIST, f"session {transcript.session_id} exists: create() "
+                                         f"starts only a new one", transcript.filepath) from None
+            _remove_if_unused(transcript.path)
+            raise
         finally:
             transcript.open_flags = JSONLTranscript.open_flags  # a later reopen finds the file it made
         return transcript
@@ -143,7 +155,7 @@ class DurableTranscript(JSONLTranscript):
         payload = plain_payload(event) if self.fast_paths else None  # the common event, checked and copied at once
         plain = payload is not None
         if not plain:
-            payload = self._checked(event)  # the lesson's checks: refuse before a byte is written
+            payload = checked_event(event)  # the lesson's checks: refuse before a byte is written
         with self.lock:
             self.open_writer()
             sequence = self.next_sequence
@@ -171,7 +183,7 @@ class DurableTranscript(JSONLTranscript):
     def _append_all(self, events: list) -> list[dict]:
         plain = [plain_payload(event) if self.fast_paths else None for event in events]  # as in append
         all_plain = None not in plain
-        payloads = plain if all_plain else [self._checked(event) for event in events]  # refuse before writing
+        payloads = plain if all_plain else [checked_event(event) for event in events]  # refuse before writing
         with self.lock:
             self.open_writer()
             first = self.next_sequence
@@ -184,13 +196,6 @@ class DurableTranscript(JSONLTranscript):
             self.next_sequence += len(records)
             self._last_line = lines[-1][:-1]
         return records
-
-    def _checked(self, event) -> dict:
-        payload = checked_event(event)
-        spoofed = sorted(LAB_FIELDS & payload.keys())
-        if spoofed:
-            raise TranscriptValidationError(f"event carries fields append writes itself: {', '.join(spoofed)}")
-        return payload
 
     def timestamp(self) -> str:
         """recorded_at for now: on the default clock, fast.utc_stamp() (the lesson's text, made cheaper)."""
@@ -239,7 +244,7 @@ class DurableTranscript(JSONLTranscript):
         """
         result = ScanResult()
         try:
-            with open(self.path, "rb") as file:
+            with open(regular(self.path), "rb") as file:
                 _fold_lines(self._lines_of(file), _RecordChecker(self), result, on_record)
         except FileNotFoundError:
             pass
@@ -301,7 +306,7 @@ class DurableTranscript(JSONLTranscript):
     def _streamed(self, window: deque, scanned: ScanResult) -> Iterator[dict]:
         """Every committed record in order, each also put in window (which keeps only the last ones)."""
         try:
-            file = open(self.path, "rb")
+            file = open(regular(self.path), "rb")
         except FileNotFoundError:
             return
         with file:
@@ -312,7 +317,7 @@ class DurableTranscript(JSONLTranscript):
     def count_lines(self) -> int:
         """How many complete (newline-terminated) lines the file holds, read in blocks."""
         try:
-            with open(self.path, "rb") as file:
+            with open(regular(self.path), "rb") as file:
                 return sum(block.count(b"\n") for block in iter(lambda: file.read(BLOCK), b""))
         except FileNotFoundError:
             return 0
@@ -340,7 +345,7 @@ class DurableTranscript(JSONLTranscript):
     def _read_tail(self, count: int, before: int | None = None) -> ScanResult:
         limit = self.max_record_bytes
         try:
-            file = open(self.path, "rb")
+            file = open(regular(self.path), "rb")
         except FileNotFoundError:
             return ScanResult()
         with file:
@@ -378,6 +383,24 @@ class DurableTranscript(JSONLTranscript):
         if result.unfinished_batch and not checker_from_start:  # the batch may begin before what was read
             raise TranscriptCorruptionError(self.path, None, result.partial_tail_offset, "unfinished batch")
         return result
+
+
+def _remove_if_unused(path: Path) -> None:
+    """Remove path if it is an empty regular file no writer holds (what a create() that failed half
+    way leaves), so that a retry can create it; anything else is left as it is."""
+    try:
+        fd = regular(path)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while a writer holds it
+        held, named = os.fstat(fd), os.stat(path)
+        if held.st_size == 0 and (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino):
+            os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- the validated fold

@@ -208,10 +208,12 @@ def test_a_damaged_file_makes_the_fresh_writer_of_either_class_refuse(tmp_path, 
 
 
 class UnmarkedBatches(RecordingFileIO):
-    """A planted bug: batches reach the disk without their batch field, as before issue #10."""
+    """A planted bug: batches reach the disk without their batch field, as before issue #10. The field
+    turns into spaces (JSON allows them between tokens), so the file grows by what the writer expects
+    and its check that the path still holds what it wrote passes (issue 43)."""
 
     def write(self, fd, data):
-        return super().write(fd, re.sub(rb',"batch_end":\d+', b"", data)) and len(data)
+        return super().write(fd, re.sub(rb',"batch_end":\d+', lambda found: b" " * len(found[0]), data))
 
 
 def _recorded_batch(tmp_path, file_io):

@@ -1,0 +1,377 @@
+"""Faults from the world around the transcript, for both classes (issue 43): a real full disk (a small
+tmpfs), the file-size limit, descriptor exhaustion, a file deleted, renamed, replaced, cut or grown under
+an open writer, a FIFO or a device at the path, and a create() that failed half way.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from fault_injection import BOTH, contents, message
+
+from s09_jsonl_transcript.code import (
+    JSONLTranscript,
+    TranscriptIOError,
+    TranscriptOutcomeUnknownError,
+    TranscriptValidationError,
+    ticking_clock,
+)
+from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO, SessionExistsError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------- a real full disk
+
+
+@contextmanager
+def small_tmpfs(folder: Path, size: str = "256k"):
+    """A real tmpfs of this size mounted at folder (root only), unmounted at the end."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()}): the I/O seam tests stand in")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def fill(folder: Path, leave: int) -> Path:
+    """Fill the file system under folder until about `leave` bytes are free; return the filler file."""
+    filler = folder / "filler"
+    stats = os.statvfs(folder)
+    free = stats.f_bavail * stats.f_frsize
+    with open(filler, "wb") as file:
+        file.write(b"x" * max(free - leave, 0))
+    return filler
+
+
+@BOTH
+def test_a_real_full_disk_undoes_the_append_and_a_retry_after_space_is_freed_writes_it_once(cls, tmp_path):
+    with small_tmpfs(tmp_path / "disk") as disk:
+        path = disk / "s.jsonl"
+        writer = cls(path, clock=ticking_clock())
+        writer.append(message("one"))
+        before = path.read_bytes()
+        filler = fill(disk, leave=0)
+        big = message("x" * 20_000)  # longer than any free block left
+        with pytest.raises(TranscriptIOError) as refused:
+            writer.append(big)
+        assert refused.value.errno == errno.ENOSPC and refused.value.filename == str(path)
+        assert not isinstance(refused.value, TranscriptOutcomeUnknownError)
+        assert path.read_bytes() == before  # undone
+        assert contents(cls, path) == ["one"]
+        filler.unlink()
+        assert writer.append(big)["sequence"] == 2  # the caller's retry
+        writer.close()
+        assert contents(cls, path) == ["one", "x" * 20_000]
+
+
+def test_a_real_short_write_reports_the_kernels_reason(tmp_path):
+    """tmpfs with a few blocks left takes part of a record: the rest's write says ENOSPC, and the part is cut."""
+    with small_tmpfs(tmp_path / "disk") as disk:
+        path = disk / "s.jsonl"
+        writer = DurableTranscript(path, clock=ticking_clock())
+        writer.append(message("one"))
+        filler = fill(disk, leave=8192)
+        for _ in range(20):  # grow the file until a write falls short
+            try:
+                writer.append(message("y" * 3000))
+            except TranscriptIOError as error:
+                assert error.errno == errno.ENOSPC and "write failed" in str(error)
+                break
+        else:
+            pytest.fail("the disk never filled")
+        size_before = os.path.getsize(path)
+        events = contents(DurableTranscript, path)
+        filler.unlink()
+        writer.append(message("after"))
+        writer.close()
+        assert contents(DurableTranscript, path) == events + ["after"]
+        assert os.path.getsize(path) > size_before
+
+
+# --------------------------------------------------------------------------- the file-size limit and descriptors
+
+
+CHILD = textwrap.dedent("""
+    import errno, json, resource, sys
+    from s09_jsonl_transcript.code import JSONLTranscript, TranscriptIOError
+    from s09_jsonl_transcript.lab import DurableTranscript
+    cls = {"lesson": JSONLTranscript, "lab": DurableTranscript}[sys.argv[1]]
+    path, limit = sys.argv[2], sys.argv[3]
+    writer = cls(path)
+    writer.append({"type": "message", "role": "user", "content": "one"})
+    size = __import__("os").path.getsize(path)
+    kind, value = limit.split("=")
+    if kind == "fsize":  # Python ignores SIGXFSZ, so a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size + int(value), resource.RLIM_INFINITY))
+        event = {"type": "message", "role": "user", "content": "z" * 500}
+    else:  # no descriptor left for the reopen the second writer needs
+        writer.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (int(value), int(value)))
+        held = []
+        try:
+            while True:
+                held.append(open("/dev/null"))
+        except OSError:
+            pass
+        writer = cls(path)
+        event = {"type": "message", "role": "user", "content": "two"}
+    try:
+        writer.append(event)
+        print(json.dumps({"error": None}))
+    except TranscriptIOError as error:
+        if kind != "fsize":
+            for file in held:
+                file.close()
+        else:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        retry = writer.append(event)["sequence"]
+        print(json.dumps({"error": errno.errorcode[error.errno], "message": str(error), "retry": retry}))
+""")
+
+
+@BOTH
+@pytest.mark.parametrize("limit, code", [("fsize=100", "EFBIG"), ("nofile=12", "EMFILE")])
+def test_the_kernels_limits_give_the_librarys_error_with_the_real_cause(cls, tmp_path, limit, code):
+    """A short write at the file-size limit is EFBIG, not a full disk; no descriptor left is EMFILE."""
+    name = "lesson" if cls is JSONLTranscript else "lab"
+    path = tmp_path / "s.jsonl"
+    child = subprocess.run([sys.executable, "-c", CHILD, name, str(path), limit], capture_output=True,
+                           text=True, cwd=REPO, timeout=120)
+    assert child.returncode == 0, child.stderr
+    import json
+    report = json.loads(child.stdout)
+    assert report["error"] == code and str(path) in report["message"], report
+    assert report["retry"] == 2
+    assert len(cls(path).read_events()) == 2
+
+
+# --------------------------------------------------------------------------- the file changed under the writer
+
+
+def _deleted(path):
+    path.unlink()
+
+
+def _renamed(path):
+    path.rename(path.with_name("moved.jsonl"))
+
+
+def _replaced(path):
+    copy = path.with_name("copy.jsonl")
+    shutil.copyfile(path, copy)
+    os.replace(copy, path)
+
+
+def _cut(path):  # logrotate's copytruncate
+    shutil.copyfile(path, path.with_name("rotated.jsonl"))
+    os.truncate(path, 0)
+
+
+def _grown(path):  # a writer that ignores the lock appends a record of its own
+    with open(path, "ab") as file:
+        file.write(b'{"not":"ours"}\n')
+
+
+CHANGES = {"deleted": _deleted, "renamed": _renamed, "replaced": _replaced, "cut": _cut, "grown": _grown}
+
+
+@BOTH
+@pytest.mark.parametrize("change", CHANGES)
+def test_an_append_to_a_file_changed_under_its_writer_is_refused_and_undone(cls, tmp_path, change):
+    path = tmp_path / "s.jsonl"
+    writer = cls(path, clock=ticking_clock())
+    writer.append(message("one"))
+    CHANGES[change](path)
+    images = {name: p.read_bytes() for name, p in _files(tmp_path).items()}
+    with pytest.raises(TranscriptIOError, match="check failed") as refused:
+        writer.append(message("two"))
+    assert not isinstance(refused.value, TranscriptOutcomeUnknownError)
+    assert {name: p.read_bytes() for name, p in _files(tmp_path).items()} == images  # nothing of it anywhere
+    writer.close()
+
+
+def _files(folder: Path) -> dict:
+    return {path.name: path for path in sorted(folder.iterdir()) if path.is_file()}
+
+
+class ChangesDuringTheWrite(OsFileIO):
+    """The file is renamed away between the append's write and its fsync."""
+
+    def __init__(self, path):
+        self.path, self.armed = path, False
+
+    def write(self, fd, data):
+        written = super().write(fd, data)
+        if self.armed:
+            self.armed = False
+            self.path.rename(self.path.with_name("moved.jsonl"))
+        return written
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_file_renamed_during_the_write_gets_nothing_acknowledged(tmp_path, batch):
+    path = tmp_path / "s.jsonl"
+    file_io = ChangesDuringTheWrite(path)
+    writer = DurableTranscript(path, clock=ticking_clock(), file_io=file_io)
+    writer.append(message("one"))
+    before = path.read_bytes()
+    file_io.armed = True
+    with pytest.raises(TranscriptIOError, match="check failed"):
+        writer.append_batch([message("two"), message("three")]) if batch else writer.append(message("two"))
+    assert (tmp_path / "moved.jsonl").read_bytes() == before  # the write was cut off the moved file
+    assert not path.exists()
+
+
+@BOTH
+def test_the_lesson_writer_too_sees_a_rename_during_its_write(cls, tmp_path):
+    path = tmp_path / "s.jsonl"
+    writer = cls(path, clock=ticking_clock())
+    writer.append(message("one"))
+    before = path.read_bytes()
+    file_io = ChangesDuringTheWrite(path)
+    writer.file_io = file_io
+    file_io.armed = True
+    with pytest.raises(TranscriptIOError, match="check failed"):
+        writer.append(message("two"))
+    assert (tmp_path / "moved.jsonl").read_bytes() == before
+
+
+# --------------------------------------------------------------------------- not a regular file
+
+
+FIFO_CHILD = textwrap.dedent("""
+    import errno, json, sys
+    from s09_jsonl_transcript.code import JSONLTranscript, TranscriptIOError
+    from s09_jsonl_transcript.lab import DurableTranscript
+    cls = {"lesson": JSONLTranscript, "lab": DurableTranscript}[sys.argv[1]]
+    outcomes = {}
+    for name in ("append", "read_events", "recover", "replay_state", "replay", "count_lines"):
+        transcript = cls(sys.argv[2])
+        call = getattr(transcript, name)
+        try:
+            call({"type": "message", "role": "user", "content": "x"}) if name == "append" else call()
+            outcomes[name] = "returned"
+        except TranscriptIOError as error:
+            outcomes[name] = errno.errorcode[error.errno]
+    print(json.dumps(outcomes))
+""")
+
+
+@BOTH
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_at_the_path_is_refused_at_once(cls, tmp_path, kind):
+    """Run in a child with a timeout: a regression that blocks fails the test instead of hanging the suite."""
+    path = tmp_path / "s.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)  # reads forever, never ends in a newline
+    name = "lesson" if cls is JSONLTranscript else "lab"
+    child = subprocess.run([sys.executable, "-c", FIFO_CHILD, name, str(path)], capture_output=True, text=True,
+                           cwd=REPO, timeout=120)
+    assert child.returncode == 0, child.stderr
+    import json
+    outcomes = json.loads(child.stdout)
+    assert set(outcomes.values()) <= {"EINVAL", "ENXIO"}, outcomes  # ENXIO: O_NONBLOCK, a FIFO with no reader
+
+
+# --------------------------------------------------------------------------- create() after a failure
+
+
+class FailsFolderSync(OsFileIO):
+    def __init__(self, times=1):
+        self.times = times
+
+    def fsync_dir(self, folder):
+        if self.times:
+            self.times -= 1
+            raise OSError(errno.EIO, "injected")
+        super().fsync_dir(folder)
+
+
+def test_a_create_that_failed_half_way_can_be_retried_and_syncs_the_folder(tmp_path):
+    path = tmp_path / "new.jsonl"
+    with pytest.raises(TranscriptIOError, match="open the writer failed"):
+        DurableTranscript.create(path, file_io=FailsFolderSync())
+    assert not path.exists()  # the empty file it made is gone again
+    synced = []
+
+    class Records(OsFileIO):
+        def fsync_dir(self, folder):
+            synced.append(folder)
+            super().fsync_dir(folder)
+
+    created = DurableTranscript.create(path, file_io=Records())
+    assert synced == [path.parent]
+    created.append(message("one"))
+    created.close()
+    with pytest.raises(SessionExistsError) as exists:
+        DurableTranscript.create(path)
+    assert isinstance(exists.value, FileExistsError) and isinstance(exists.value, TranscriptIOError)
+
+
+@BOTH
+def test_a_retried_first_append_syncs_the_folder_the_failed_try_did_not(cls, tmp_path):
+    """The first try made the file and then could not sync its folder: the retry syncs it before writing."""
+    path = tmp_path / "s.jsonl"
+    writer = cls(path)
+    writer.file_io = FailsFolderSync()
+    with pytest.raises(TranscriptIOError):
+        writer.append(message("one"))
+    assert path.exists() and path.stat().st_size == 0
+    synced = []
+
+    class Records(OsFileIO):
+        def fsync_dir(self, folder):
+            synced.append(folder)
+            super().fsync_dir(folder)
+
+    writer.file_io = Records()
+    writer.append(message("one"))
+    assert synced == [path.parent]
+    writer.close()
+
+
+def test_a_new_folder_whose_parent_cannot_be_synced_is_made_again_by_the_retry(tmp_path, monkeypatch):
+    path = tmp_path / "new" / "s.jsonl"
+    real_fsync, failures = os.fsync, [1]
+
+    def fsync(fd):
+        if failures and os.readlink(f"/proc/self/fd/{fd}") == str(tmp_path):
+            failures.pop()
+            raise OSError(errno.EIO, "injected")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    writer = JSONLTranscript(path)
+    with pytest.raises(TranscriptIOError):
+        writer.append(message("one"))
+    assert not path.parent.exists()
+    writer.append(message("one"))
+    writer.close()
+    assert contents(JSONLTranscript, path) == ["one"]
+
+
+@BOTH
+def test_a_bad_path_is_refused_before_anything_is_made(cls, tmp_path):
+    for bad in (tmp_path / "a\0b" / "s.jsonl", tmp_path / ("x" * 256) / "s.jsonl", tmp_path / ("\ud800" + ".jsonl"),
+                tmp_path / ("你" * 84 + ".jsonl")):
+        with pytest.raises(TranscriptValidationError, match="a path may hold no NUL"):
+            cls(bad)
+    assert list(tmp_path.iterdir()) == []
+    longest = tmp_path / ("x" * 249 + ".jsonl")  # 255 bytes: allowed
+    with cls(longest) as transcript:
+        assert transcript.append(message("fits"))["sequence"] == 1
