@@ -31,10 +31,10 @@ from json.encoder import c_make_encoder, encode_basestring
 from .code import (
     DECODER,
     ENCODER,
+    EVENT_TYPES,
     FIELDS_APPEND_WRITES,
     INT_LIMIT,
     MAX_NESTING,
-    REQUIRED_STRINGS,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
     TYPE_FILE_SNAPSHOT,
@@ -132,11 +132,18 @@ def _summary(window: list, title, snapshots: list, total: int, reasoning: int, p
     return summary
 
 
-# The fields the loops below check for each type, written out inline; if the lesson's table
-# changes, the loops stand aside (and tests/test_fast_path_differential.py says so).
-SHAPES_CHECKED_INLINE = {TYPE_MESSAGE: ("role",), TYPE_FUNCTION_CALL: ("callId", "name"),
-                         TYPE_FUNCTION_CALL_RESULT: ("callId",), TYPE_AI_TITLE: ("title",)}
-SHAPES_MATCH = REQUIRED_STRINGS == SHAPES_CHECKED_INLINE
+# The lesson's table of event types as the loops below check and fold them, written out inline. If
+# the lesson's table changes (a type added, a field), the loops stand aside and the careful path
+# (the lesson's own checks and fold) answers; tests/test_fast_path_differential.py says so.
+TYPES_FOLDED_INLINE = {TYPE_MESSAGE: {"role": str, "content": None}, TYPE_REASONING: {},
+                       TYPE_FUNCTION_CALL: {"callId": str, "name": str},
+                       TYPE_FUNCTION_CALL_RESULT: {"callId": str}, TYPE_FILE_SNAPSHOT: {},
+                       TYPE_AI_TITLE: {"title": str}}
+
+
+def table_matches() -> bool:
+    """Whether the lesson's table is still the one the loops below spell out (asked at each call)."""
+    return EVENT_TYPES == TYPES_FOLDED_INLINE
 
 
 def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str | None = None) -> dict | None:
@@ -145,7 +152,7 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
     path holds session_id's records; limit is the longest line allowed (max_record_bytes);
     max_items has already been checked. The caller only asks for transcripts without the chain.
     """
-    if not SHAPES_MATCH:
+    if not table_matches():
         return None
     read = _read_with_msgspec if (decoder or ACTIVE) == "msgspec" else _read_with_stdlib
     try:
@@ -193,7 +200,7 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
         if values is None:
             return None
         for record in values:
-            # the lesson's checks of a record (JSONLTranscript.record_problem), in the common case only
+            # the lesson's checks of a record (code.record_problem), in the common case only
             if type(record) is not dict:
                 return None
             sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
@@ -210,7 +217,7 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
             elif batch_end is not None:
                 return None
             expected += 1
-            # the fields each type needs (the lesson's shape_problem), then its fold (JSONLTranscript.rebuild)
+            # the fields each type needs (the lesson's shape_problem), then its fold (code.rebuild)
             keep(record)
             if kind == TYPE_MESSAGE:
                 if type(record.get("role")) is not str or "content" not in record:

@@ -42,9 +42,11 @@ from .code import (
     TranscriptValidationError,
     checked_event,
     event_id_for,
-    event_to_message,
     last_items,
+    messages_of,
     parse_line,
+    rebuild,
+    record_problem,
     regular,
     ticking_clock,
 )
@@ -278,7 +280,7 @@ class DurableTranscript(JSONLTranscript):
         Its cost does not grow with the transcript's length.
         """
         scanned = self.read_recent(max_items)
-        return self.rebuild(scanned.events, scanned.events, scanned.last_sequence, scanned.ignored_partial_tail)
+        return rebuild(scanned.events, scanned.events, scanned.last_sequence, scanned.ignored_partial_tail)
 
     def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
         """Validate the whole file and rebuild everything a replacement runtime needs, in flat memory."""
@@ -289,7 +291,7 @@ class DurableTranscript(JSONLTranscript):
                 return summary
         window, scanned = deque(maxlen=min(max_items, sys.maxsize)), ScanResult()
         # rebuild folds the stream once; only the window's events stay in memory
-        state = self.rebuild(self._streamed(window, scanned), window, 0, False)
+        state = rebuild(self._streamed(window, scanned), window, 0, False)
         state = replace(state, total_events=scanned.last_sequence, next_sequence=scanned.last_sequence + 1,
                         ignored_partial_tail=scanned.ignored_partial_tail)
         summary = dict(vars(state))
@@ -297,11 +299,9 @@ class DurableTranscript(JSONLTranscript):
         return summary
 
     def _fast_path_reads(self) -> bool:
-        """Whether recover() may try fast.fast_recover: on, no chain asked for, and the checks and fold
-        it copies are the lesson's own (a subclass that changes them gets the careful path)."""
-        cls = type(self)
-        return (self.fast_paths and not self.integrity and cls.record_problem is JSONLTranscript.record_problem
-                and cls.rebuild is JSONLTranscript.rebuild and cls._lines_of is DurableTranscript._lines_of)
+        """Whether recover() may try fast.fast_recover: on, no chain asked for, and the lines it reads
+        are the lab's own (a subclass that changes how lines are read gets the careful path)."""
+        return self.fast_paths and not self.integrity and type(self)._lines_of is DurableTranscript._lines_of
 
     def _streamed(self, window: deque, scanned: ScanResult) -> Iterator[dict]:
         """Every committed record in order, each also put in window (which keeps only the last ones)."""
@@ -425,7 +425,7 @@ class _RecordChecker:
     def check(self, value, raw: bytes, number, offset) -> dict:
         """Return the record on this line (value parsed from raw), or raise naming the line."""
         expected = self.expected if self.expected is not None else _first_sequence(value)
-        problem = self.transcript.record_problem(value, expected_sequence=expected) or self._batch_problem(value)
+        problem = record_problem(value, self.transcript.session_id, expected) or self._batch_problem(value)
         if not problem and (self.chained or self.require_chain or CHAIN_FIELD in value):
             problem = self._chain_problem(value, raw)
         if problem:
@@ -637,17 +637,15 @@ def agent_child(path: str, clock: str = "real") -> None:
 
     file_io = _StopMidWrite(torn)
     transcript = DurableTranscript(path, clock=ticking_clock() if clock == "ticking" else None, file_io=file_io)
-    llm, messages = MockLLM(), []
+    llm, records = MockLLM(), []
     for command in sys.stdin:
         if command.strip() == "messages":
-            print(json.dumps(messages), flush=True)
+            print(json.dumps(messages_of(records)), flush=True)  # the lesson's own message builder
             continue
         event = llm.next_event()
         file_io.armed = command.strip() == "tear"
-        record = transcript.append(event)
-        if event_to_message(record) is not None:
-            messages.append(event_to_message(record))
-        print(json.dumps(record), flush=True)
+        records.append(transcript.append(event))
+        print(json.dumps(records[-1]), flush=True)
 
 
 def _check_kill_point(kill_after, tear: bool) -> None:

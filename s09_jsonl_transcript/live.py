@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .code import TYPE_FUNCTION_CALL, TranscriptCorruptionError, TranscriptLockedError, event_to_message
+from .code import TYPE_FUNCTION_CALL, TranscriptCorruptionError, TranscriptLockedError, messages_of
 from .lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO
 from .timeouts import DEFAULT_LIMITS, Limits, due_timeouts
 from .turns import (
@@ -1102,8 +1102,7 @@ class SessionEventLog:
 
     def replay(self) -> list[dict]:
         """The chat messages of the materialized session (rewound events left out), oldest first."""
-        return [message for event in self.materialized() if is_client_visible(event)
-                and (message := event_to_message(event)) is not None]
+        return messages_of([event for event in self.materialized() if is_client_visible(event)])
 
     def page_back(self, count: int, before: int | None = None) -> Page:
         """The count committed events in front of byte cursor before (the newest when None)."""

@@ -28,13 +28,12 @@ from datetime import datetime
 from typing import Iterable
 
 from .code import (
+    EVENT_TYPES,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
-    TYPE_FILE_SNAPSHOT,
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
-    TYPE_REASONING,
 )
 from .lab import DurableTranscript
 
@@ -54,11 +53,9 @@ TYPE_MIGRATED = "session_migrated"  # this copy of the session moved to another 
 TYPE_FORKED = "session_forked"  # the last event of a fork: which session and sequence it was copied from
 LIVE_TYPES = (TYPE_PART_START, TYPE_REWIND, TYPE_HANDOFF, TYPE_PERMISSION, TYPE_MIGRATED, TYPE_FORKED)
 PERMISSION_DECISIONS = ("allow", "deny")
-# Every event type the kit understands: the lesson's six, the turn markers and commands, the live log's.
-# A recovery plan treats any other type as an effect it cannot rule out (production.recovery_plan).
-KNOWN_EVENT_TYPES = frozenset({TYPE_MESSAGE, TYPE_REASONING, TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT,
-                               TYPE_FILE_SNAPSHOT, TYPE_AI_TITLE, TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT,
-                               *COMMAND_TYPES, *LIVE_TYPES})
+# Every event type the kit understands: the lesson's (code.EVENT_TYPES), the turn markers and commands, the
+# live log's. A recovery plan treats any other type as an effect it cannot rule out (production.recovery_plan).
+KNOWN_EVENT_TYPES = frozenset({*EVENT_TYPES, TYPE_TURN_START, TYPE_TURN_END, TYPE_TIMEOUT, *COMMAND_TYPES, *LIVE_TYPES})
 
 # Why a turn started (the "reason" of turn_start).
 START_USER = "user_initiated"  # the user sent a message (the design's example)

@@ -90,10 +90,10 @@ def test_no_module_reaches_a_private_name_of_the_lesson(path):
 
 def test_the_lesson_private_name_check_can_fail(tmp_path):
     private = lesson_private_names()
-    assert {"_fd", "_drop_writer", "_read", "_closer"} <= private
+    assert {"_fd", "_drop_writer", "_file_state", "_closer"} <= private
     probe = tmp_path / "probe.py"
     probe.write_text("class T(JSONLTranscript):\n    def _drop_writer(self):\n        return self._fd\n"
-                     "    _read_all_events = None\n\nt = T('x')\nt._read()\n")
+                     "    _read_all_events = None\n\nt = T('x')\nt._file_state\n")
     assert len(uses_of_lesson_privates(probe, private)) == 4
 
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from s09_jsonl_transcript import fast
 from s09_jsonl_transcript.code import (
     ENCODER,
-    REQUIRED_STRINGS,
+    EVENT_TYPES,
     TranscriptCorruptionError,
     TranscriptValidationError,
     event_id_for,
@@ -215,8 +215,8 @@ def test_the_fast_path_hands_a_chained_file_to_the_careful_path(decoder):
     assert disagreements(CHAINED, decoder, integrity=True) == []
 
 
-def test_the_inline_shape_checks_are_the_lessons_table():
-    assert fast.SHAPES_CHECKED_INLINE == REQUIRED_STRINGS and fast.SHAPES_MATCH
+def test_the_inline_checks_and_fold_are_the_lessons_table():
+    assert fast.TYPES_FOLDED_INLINE == EVENT_TYPES and fast.table_matches()
 
 
 @decoders

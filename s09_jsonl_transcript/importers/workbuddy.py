@@ -8,25 +8,13 @@ into the provenance); other types are kept as evidence. `uuid` is the idempotenc
 
 from __future__ import annotations
 
-from ..code import (
-    TYPE_AI_TITLE,
-    TYPE_FILE_SNAPSHOT,
-    TYPE_FUNCTION_CALL,
-    TYPE_FUNCTION_CALL_RESULT,
-    TYPE_MESSAGE,
-    TYPE_REASONING,
-)
-from ..lab import BATCH_END_FIELD, CHAIN_FIELD
+from ..code import EVENT_TYPES, FIELDS_APPEND_WRITES, shape_problem
 from .common import DUPLICATE, EVIDENCE, MAPPED, evidence, seen_before
 
 FORMAT = "workbuddy"
-LESSON_TYPES = frozenset({TYPE_MESSAGE, TYPE_REASONING, TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT,
-                          TYPE_FILE_SNAPSHOT, TYPE_AI_TITLE})
+LESSON_TYPES = frozenset(EVENT_TYPES)  # the lesson's table: WorkBuddy writes the same types
 ENVELOPE = frozenset({"schema_version", "sequence", "session_id", "event_id"})
-WRITER_FIELDS = ENVELOPE | {"recorded_at", BATCH_END_FIELD, CHAIN_FIELD}  # the writer's own: never in a payload
-# Fields each type needs as strings for replay to map it (as the lesson's reader checks them).
-REQUIRED_STRINGS = {TYPE_MESSAGE: ("role",), TYPE_FUNCTION_CALL: ("callId", "name"),
-                    TYPE_FUNCTION_CALL_RESULT: ("callId",), TYPE_AI_TITLE: ("title",)}
+WRITER_FIELDS = FIELDS_APPEND_WRITES  # the writer's own: never in a payload
 MOVED_TO_PROVENANCE = ("uuid", "timestamp")
 
 
@@ -69,6 +57,4 @@ def _replayable(record: dict) -> bool:
     kind = record.get("type")
     if kind not in LESSON_TYPES or record.keys() & WRITER_FIELDS:
         return False
-    if kind == TYPE_MESSAGE and "content" not in record:
-        return False
-    return all(isinstance(record.get(name), str) for name in REQUIRED_STRINGS.get(kind, ()))
+    return shape_problem(record) is None  # the fields the lesson's table needs for replay

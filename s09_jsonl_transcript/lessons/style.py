@@ -1,14 +1,7 @@
 """One colour-blind-safe palette (Okabe and Ito) for every figure in the kit, and the verdicts' names."""
 
 from .. import i18n
-from ..code import (
-    TYPE_AI_TITLE,
-    TYPE_FILE_SNAPSHOT,
-    TYPE_FUNCTION_CALL,
-    TYPE_FUNCTION_CALL_RESULT,
-    TYPE_MESSAGE,
-    TYPE_REASONING,
-)
+from ..code import EVENT_TYPES
 
 tr = i18n.translator("style")
 
@@ -24,14 +17,10 @@ OKABE_ITO = {
     "grey": "#999999",
 }
 
-EVENT_COLORS = {
-    TYPE_MESSAGE: OKABE_ITO["blue"],
-    TYPE_REASONING: OKABE_ITO["grey"],
-    TYPE_FUNCTION_CALL: OKABE_ITO["orange"],
-    TYPE_FUNCTION_CALL_RESULT: OKABE_ITO["yellow"],
-    TYPE_FILE_SNAPSHOT: OKABE_ITO["green"],
-    TYPE_AI_TITLE: OKABE_ITO["purple"],
-}
+# One colour per event type, in the order of the lesson's table (code.EVENT_TYPES): a type added
+# there takes the next colour here.
+EVENT_COLORS = dict(zip(EVENT_TYPES, (OKABE_ITO[name] for name in (
+    "blue", "grey", "orange", "yellow", "green", "purple", "sky", "vermillion", "black"))))
 
 VERDICT_COLORS = {
     "clean": OKABE_ITO["green"],
