@@ -9,8 +9,11 @@
   Chinese one in its prose: a concept is not translated two ways.
 """
 
+import ast
+import io
 import json
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -94,9 +97,23 @@ def units(path: Path) -> list[tuple[str, str]]:
         return [(f"key {key!r}", text) for key, text in json.loads(path.read_text(encoding="utf-8")).items()]
     sections = bilingual.read_text(path)
     if sections:
-        return [(f"cell {section.cell_id}", section.text) for section in sections.values()]
+        return [(f"cell {section.cell_id}", code_prose(section.text)) for section in sections.values()]
     paragraphs = path.read_text(encoding="utf-8").split("\n\n")
     return [(f"paragraph {number}", text) for number, text in enumerate(paragraphs, start=1)]
+
+
+def code_prose(text: str) -> str:
+    """A section's prose: all of it, or, for a code cell's section, only its comments and docstrings (a chapter's
+    variable named writer is code, not the word 写入者 left untranslated)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text  # Markdown
+    comments = [token.string for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                if token.type == tokenize.COMMENT]
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = [ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, documented)]
+    return "\n".join(comments + [docstring for docstring in docstrings if docstring])
 
 
 def introduces_synonyms(path: Path) -> bool:

@@ -13,21 +13,15 @@ import re
 from pathlib import Path
 
 import pytest
+from chapter_reference import bug_fix_session, code_py_fates
 from saved_widgets import displayed_widgets, load, one, result_model
 
 from s09_jsonl_transcript import i18n
-from s09_jsonl_transcript.code import MockLLM, event_id_for, run_agent, ticking_clock
+from s09_jsonl_transcript.code import event_id_for
 from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
-from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.crash_lab import flip_text
-from s09_jsonl_transcript.lessons.memory_gate import answer_html, ask_gate
-from s09_jsonl_transcript.lessons.replay_window import (
-    ORPHAN,
-    SENT,
-    replay_summary,
-    window_entries,
-    window_table,
-)
+from s09_jsonl_transcript.lessons.memory_gate import answer_html
+from s09_jsonl_transcript.lessons.replay_window import fates_table, replay_summary
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 LANGUAGES = ("en", "zh")
@@ -61,26 +55,17 @@ def in_languages():
     return pytest.mark.parametrize("language", LANGUAGES, indirect=True)
 
 
-def bug_fix_session(folder: Path, name: str, extra=()) -> DurableTranscript:
-    """The scripted session the notebooks write, under the same file name (so the same session id)."""
-    path = folder / f"{name}.jsonl"
-    with DurableTranscript(path, clock=ticking_clock()) as writer:
-        run_agent(writer, MockLLM())
-        for event in extra:
-            writer.append(event)
-    return DurableTranscript(path)
-
-
 @in_languages()
 def test_notebook_4_saves_the_replay_it_shows_for_the_slider_it_shows(tmp_path, language):
     models = displayed_widgets(load(NOTEBOOKS / language / "04_replay_window.ipynb"), "da1fe497")
     slider = one(models, "IntSliderModel", description="max_items")["value"]
     shown = result_model(models)["value"]
-    entries = window_entries(bug_fix_session(tmp_path, "session-4"), slider)
-    assert shown == replay_summary(1, slider, entries, True) + window_table(entries).data
+    session = bug_fix_session(tmp_path, "session-4")
+    rows = code_py_fates(session)(session.read_events(), slider)  # the chapter's fates, rebuilt from code.py
+    assert shown == replay_summary(1, slider, rows, True) + fates_table(rows).data
     # the same sentence, written out: the saved slider drops one orphan, the file is unchanged
-    sent = sum(entry.fate == SENT for entry in entries)
-    (dropped,) = [entry.sequence for entry in entries if entry.fate == ORPHAN]
+    sent = sum(fate == "sent" for _, _, fate in rows)
+    (dropped,) = [sequence for sequence, _, fate in rows if fate == "dropped"]
     messages = {"en": f"{sent} messages", "zh": f"{sent} 条消息"}[language]
     assert shown.startswith(LABELS[language]["first press"].format(slider=slider, messages=messages, dropped=dropped))
 
@@ -105,7 +90,7 @@ def test_notebook_5_saves_the_gates_answer_for_the_selection_it_shows(tmp_path, 
     session = bug_fix_session(tmp_path, "session-5", [{"type": "progress", "content": "running the test suite: 100%"}])
     event_id = event_id_for("session-5", sequence)
     expected = (labels["submission"].format(event_id=html.escape(event_id))
-                + answer_html(ask_gate(session, event_id, summary, reason)))
+                + answer_html(session.select_memory_candidate(event_id, summary, reason)))
     assert result_model(models)["value"] == expected
     assert label == "7: file-history-snapshot" and labels["candidate"] in expected  # what the text beside it says
 

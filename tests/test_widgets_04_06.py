@@ -14,14 +14,22 @@ import logging
 import random
 
 import pytest
+from chapter_reference import code_py_fates, code_py_gate
 
 from s09_jsonl_transcript import i18n
-from s09_jsonl_transcript.code import MockLLM, event_id_for, run_agent, ticking_clock
+from s09_jsonl_transcript.code import (
+    JSONLTranscript,
+    MemorySelectionError,
+    MockLLM,
+    event_id_for,
+    run_agent,
+    ticking_clock,
+)
 from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
 from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.crash_lab import FlipPanel, KillPanel, flip_text, kill_verdict
-from s09_jsonl_transcript.lessons.memory_gate import MemoryGateForm, answer_html, ask_gate
-from s09_jsonl_transcript.lessons.replay_window import ReplayExplorer, window_entries, window_table
+from s09_jsonl_transcript.lessons.memory_gate import MemoryGateForm, answer_html
+from s09_jsonl_transcript.lessons.replay_window import ReplayExplorer, fates_table
 
 LANGUAGES = ("en", "zh")
 # How each result starts, in each language
@@ -64,7 +72,7 @@ def session(tmp_path):
     with DurableTranscript(path, clock=ticking_clock()) as writer:
         run_agent(writer, MockLLM())
         writer.append({"type": "progress", "content": "running the test suite: 100%"})
-    return DurableTranscript(path)
+    return JSONLTranscript(path)
 
 
 # --------------------------------------------------------------------------- notebook 4: Replay
@@ -78,7 +86,7 @@ REPLAY_ORDERS = [
 
 @pytest.mark.parametrize("order", REPLAY_ORDERS, ids=["route", "ends", "random"])
 def test_replay_pressed_again_and_again_shows_each_window(session, press, order, language):
-    explorer = ReplayExplorer(session)
+    explorer = ReplayExplorer(session.path, code_py_fates(session))
     before_file = session.path.read_bytes()
     for number, max_items in enumerate(order, start=1):
         before = explorer.result.value
@@ -88,7 +96,7 @@ def test_replay_pressed_again_and_again_shows_each_window(session, press, order,
         assert shown != before
         assert shown.startswith(REPLAY_START[language].format(number=number, max_items=max_items))
         assert UNCHANGED[language] in shown
-        assert shown.endswith(window_table(window_entries(session, max_items)).data)
+        assert shown.endswith(fates_table(code_py_fates(session)(session.read_events(), max_items)).data)
         assert has_chinese(shown) == (language == "zh")
     assert session.path.read_bytes() == before_file
 
@@ -113,7 +121,7 @@ def test_submit_pressed_again_and_again_shows_each_answer(session, press, shuffl
     selections = _selections(session.session_id)
     if shuffle is not None:
         random.Random(shuffle).shuffle(selections)
-    form = MemoryGateForm(session)
+    form = MemoryGateForm(session, code_py_gate)
     before_file = session.path.read_bytes()
     for number, (event_id, summary, reason) in enumerate(selections, start=1):
         before = form.result.value
@@ -121,9 +129,17 @@ def test_submit_pressed_again_and_again_shows_each_answer(session, press, shuffl
         press(form.submit_button)
         assert form.result.value != before
         assert form.result.value == (SUBMISSION[language].format(number=number, event_id=html.escape(event_id))
-                                     + answer_html(ask_gate(session, event_id, summary, reason)))
+                                     + answer_html(answer_of_code_py(session, event_id, summary, reason)))
         assert has_chinese(form.result.value) == (language == "zh")
     assert session.path.read_bytes() == before_file
+
+
+def answer_of_code_py(session, event_id, summary, reason):
+    """code.py's gate's answer: the candidate, or the refusal (compared by class and message)."""
+    try:
+        return session.select_memory_candidate(event_id, summary, reason)
+    except MemorySelectionError as refusal:
+        return refusal
 
 
 # --------------------------------------------------------------------------- notebook 6: kills and flips

@@ -143,6 +143,10 @@ SIX_TOOLS = "Six damage tools, one verdict each"
 BYTE_MAP = "A verdict map over every byte"
 SKIPPING = "A common mistake: skipping bad lines"
 
+FOLD = "3. The rest of the state: one fold over the events"
+WINDOW = "5. The replay window: the last `max_items` events"
+WHY_1000 = "8. Why the window is 1000 events"
+
 
 def lesson_map(language: str | None = None) -> tuple:
     """(lesson section as the lesson names it, gloss in language, places that show it) for every section.
@@ -157,10 +161,10 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB1, ONE_LINE), _nb(NB1, ENVELOPE), _nb(NB3, THE_RULE))),
         ("本章抓住的 WorkBuddy-style 机制", tr("the mechanisms taken from WorkBuddy: every event written, state "
                                           "rebuilt by a fold, an explicit memory gate"),
-         (_nb(NB1, MESSAGES), _nb(NB2, REBUILT), _nb(NB5, "A selection names one exact event"))),
+         (_nb(NB1, MESSAGES), _nb(NB2, REBUILT), _nb(NB4, FOLD), _nb(NB5, "A selection names one exact event"))),
         ("常见误区：只保存最终回答", tr("common mistake: saving only the final answer"), (_nb(NB1, FINAL_ONLY),)),
         ("常见误区：把大输出直接写入上下文", tr("common mistake: large tool outputs pushed back into the prompt"),
-         (_nb(NB4, "6. A common mistake: a large tool output in every prompt"),)),
+         (_nb(NB4, "9. A common mistake: a large tool output in every prompt"),)),
         ("常见误区：对任意坏行都静默跳过", tr("common mistake: silently skipping bad lines"),
          (_nb(NB3, SKIPPING), _nb(NB9, "A bad line in the middle"))),
         ("问题 1. 崩溃恢复", tr("the problem: crash recovery (messages[] gone with the process)"),
@@ -174,13 +178,14 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB1, ACT_0), _nb(NB7, "2. JSONL and SQLite: who keeps what"))),
         ("工作原理 · JSONL 文件结构", tr("how it works: file layout, one object per line"),
          (_nb(NB1, ACT_0), _nb(NB1, ONE_LINE))),
-        ("工作原理 · 6 种事件类型", tr("how it works: the six event types"), (_nb(NB1, MESSAGES),)),
+        ("工作原理 · 6 种事件类型", tr("how it works: the six event types"),
+         (_nb(NB1, MESSAGES), _nb(NB4, "2. From events to messages"))),
         ("工作原理 · 追加写入", tr("how it works: appending (O_APPEND, one write, fsync, the durable boundary)"),
          (_nb(NB1, WRITE_PATH), _nb(NB6, "Campaign 2: a power cut, simulated byte by byte"))),
         ("工作原理 · 会话回放 (replay <= 1000)", tr("how it works: replay of the last 1000 events"),
-         (_nb(NB4, "1. The window: the last `max_items` events"), _nb(NB4, "5. Why the window is 1000 events"))),
+         (_nb(NB4, WINDOW), _nb(NB4, WHY_1000))),
         ("工作原理 · 崩溃恢复", tr("how it works: crash recovery; a new process creates its own clients, locks, ports"),
-         (_nb(NB2, MID_RECORD), _nb(NB2, REBUILT),
+         (_nb(NB2, MID_RECORD), _nb(NB2, REBUILT), _nb(NB4, "6. What `recover()` rebuilds that a window can miss"),
           _nb(NB7, "3. The turn lifecycle: a state machine folded from events"))),
         ("工作原理 · 损坏处理为什么只放过 partial tail", tr("how it works: why only a partial tail is forgiven"),
          (_nb(NB3, THE_RULE), _nb(NB3, SIX_TOOLS), _nb(NB3, BYTE_MAP), _nb(NB9, "A partial tail"))),
@@ -188,7 +193,8 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB5, "The replay window is not a retention policy"), _nb(NB5, "The gate writes nothing"))),
         ("工作原理 · Transcript → Memory 必须经过显式选择",
          tr("how it works: transcript to memory only by explicit selection"),
-         (_nb(NB5, "A selection names one exact event"), _nb(NB5, "The candidate carries no body"),
+         (_nb(NB5, "The gate, step by step"), _nb(NB5, "A selection names one exact event"),
+          _nb(NB5, "The candidate carries no body"),
           _nb(NB5, "After the gate: transcript, candidate, memory"))),
         ("JSONL vs SQLite 分工", tr("JSONL vs SQLite: the division of labour"),
          (_nb(NB7, "2. JSONL and SQLite: who keeps what"),)),
@@ -198,7 +204,7 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB2, THIRTY_KILLS), _nb(NB6, "Campaign 1: kill writers at random moments"))),
         ("为什么选 JSONL · 3. 可移植", tr("why JSONL: portable (jq, grep, cp)"), (_nb(NB1, PORTABILITY),)),
         ("为什么选 JSONL · 4. 反向扫描", tr("why JSONL: reading from the end"),
-         (_nb(NB4, "7. The cost of a full read vs a tail read"), _nb(NB4, "Scrolling back: older history on demand"))),
+         (_nb(NB4, WHY_1000), _nb(NB7, "Tail read against full read"), Place("exercises/ex04_tail_reader.ipynb"))),
         ("为什么选 JSONL · 5. 无锁竞争", tr("why JSONL: no lock contention (the kit adds one writer lock per file)"),
          (_nb(NB1, ONE_WRITER), _nb(NB6, "Campaign 5: racing writers"))),
         ("WorkBuddy 架构对照 · 文件位置", tr("WorkBuddy comparison: where the files live"),
@@ -206,7 +212,7 @@ def lesson_map(language: str | None = None) -> tuple:
         ("WorkBuddy 架构对照 · 事件格式", tr("WorkBuddy comparison: the event format"),
          (_nb(NB1, ENVELOPE), _nb(NB9, RAW_FILE))),
         ("WorkBuddy 架构对照 · 回放上限", tr("WorkBuddy comparison: the replay limit"),
-         (_nb(NB4, "5. Why the window is 1000 events"),)),
+         (_nb(NB4, WHY_1000),)),
         ("WorkBuddy 架构对照 · JSONL 写入时机",
          tr("WorkBuddy comparison: when JSONL is written (every event, at once)"),
          (_nb(NB1, GROWTH), _nb(NB7, "Group commit: one fsync for many events"))),
