@@ -1,4 +1,4 @@
-"""The widget actions of the README's 15-minute live route, for notebooks 4, 5 and 6.
+"""The widget actions of the 15-minute live route (docs/teaching.md), for notebooks 1 to 6.
 
 Each step is what the instructor does at one stop: the settings, then one press (or one move of a
 slider or checkbox), written as the kernel would run it after Run All. `shows` is a piece of text the
@@ -26,6 +26,44 @@ class Step:
 
 
 ROUTE = {
+    "01_events_on_disk.ipynb": [
+        *[Step("Your turn: step through it yourself", "Next event", "panel.next_button.click()",
+               "panel.status.value", {"en": " of 12 events on disk (session-2.jsonl exists: True)",
+                                      "zh": "个事件（共 12 个；session-2.jsonl 存在：True）"}) for _ in range(3)],
+        Step("Your turn: step through it yourself", "events slider to 12", "panel.slider.value = 12",
+             "panel.status.value", {"en": "12 of 12 events on disk", "zh": "磁盘上有 12 个事件（共 12 个"}),
+        Step("Your turn: step through it yourself", "events slider back to 4", "panel.slider.value = 4",
+             "panel.status.value", {"en": "4 of 12 events on disk", "zh": "磁盘上有 4 个事件（共 12 个"}),
+    ],
+    "02_crash_injection.ipynb": [
+        Step("Your turn: crash it yourself", "kill after 8, kill mid-write ticked, Crash now",
+             "crash_panel.slider.value = 8\ncrash_panel.tear.value = True\ncrash_panel.crash_button.click()",
+             "crash_panel.result_text",
+             {"en": "8 acknowledged; on disk 8 complete lines and a partial tail of 109 bytes; 8 recovered",
+              "zh": "已确认 8 个；磁盘上 8 个完整行，外加 109 字节的 partial tail；恢复出 8 个"}),
+        Step("Your turn: crash it yourself", "kill mid-write unticked, Crash now",
+             "crash_panel.tear.value = False\ncrash_panel.crash_button.click()", "crash_panel.result_text",
+             {"en": "on disk 8 complete lines and a partial tail of 0 bytes",
+              "zh": "磁盘上 8 个完整行，外加 0 字节的 partial tail"}),
+        Step("From one crash to evidence: 30 kills at random moments", "Run 30 kills",
+             "campaign.run_button.click()", "campaign.result_text",
+             {"en": "every acknowledged event survived every kill: True",
+              "zh": "每个已确认的事件都挺过了每一次杀进程：True"}),
+    ],
+    "03_partial_tail_vs_corruption.ipynb": [
+        Step("Try it: pick a damage and a position", "Damage flip a byte, Position 191, Apply damage",
+             "lab.picker.value = 'flip'\nlab.position.value = 191\nlab.apply_button.click()", "lab.result_text",
+             {"en": "accepted with different content (5 events)", "zh": "内容被改却照样接受（5 个事件）"}),
+        Step("Try it: pick a damage and a position", "Position 1104, Apply damage",
+             "lab.position.value = 1104\nlab.apply_button.click()", "lab.result_text",
+             {"en": "partial tail ignored (4 events)", "zh": "已忽略 partial tail（4 个事件）"}),
+        Step("Try it: pick a damage and a position", "truncate at byte 646, Apply damage",
+             "lab.picker.value = 'truncate'\nlab.position.value = 646\nlab.apply_button.click()",
+             "lab.result_text", {"en": "clean (3 events)", "zh": "完好（3 个事件）"}),
+        Step("Try it: pick a damage and a position", "delete a line 5, Apply damage",
+             "lab.picker.value = 'delete_line'\nlab.position.value = 5\nlab.apply_button.click()",
+             "lab.result_text", {"en": "clean (4 events)", "zh": "完好（4 个事件）"}),
+    ],
     "04_replay_window.ipynb": [
         Step("Try it: move the window", "max_items 8, Replay",
              "explorer.max_items.value = 8\nexplorer.replay_button.click()", "explorer.result.value",

@@ -97,23 +97,33 @@ def units(path: Path) -> list[tuple[str, str]]:
         return [(f"key {key!r}", text) for key, text in json.loads(path.read_text(encoding="utf-8")).items()]
     sections = bilingual.read_text(path)
     if sections:
-        return [(f"cell {section.cell_id}", code_prose(section.text)) for section in sections.values()]
+        code = code_cell_ids(path)
+        return [(f"cell {section.cell_id}", prose_of_code(section.text) if section.cell_id in code else section.text)
+                for section in sections.values()]
     paragraphs = path.read_text(encoding="utf-8").split("\n\n")
     return [(f"paragraph {number}", text) for number, text in enumerate(paragraphs, start=1)]
 
 
-def code_prose(text: str) -> str:
-    """A section's prose: all of it, or, for a code cell's section, only its comments and docstrings (a chapter's
-    variable named writer is code, not the word 写入者 left untranslated)."""
+def code_cell_ids(path: Path) -> set[str]:
+    """The ids of the code cells of the English notebook a Chinese text file translates (empty for other files)."""
+    for english in (REPO / "notebooks" / "en" / f"{path.stem}.ipynb", REPO / "exercises" / f"{path.stem}.ipynb"):
+        if path.parent.name == "text" and english.is_file():
+            cells = json.loads(english.read_text(encoding="utf-8"))["cells"]
+            return {cell["id"] for cell in cells if cell["cell_type"] == "code"}
+    return set()
+
+
+def prose_of_code(source: str) -> str:
+    """A code cell's comments and docstrings: the only parts of it that are translated (its names are code)."""
+    texts = []
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return text  # Markdown
-    comments = [token.string for token in tokenize.generate_tokens(io.StringIO(text).readline)
-                if token.type == tokenize.COMMENT]
-    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    docstrings = [ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, documented)]
-    return "\n".join(comments + [docstring for docstring in docstrings if docstring])
+        texts += [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if token.type == tokenize.COMMENT]
+        tree = ast.parse(source)
+    except (SyntaxError, tokenize.TokenError):  # an IPython ! line: its comments, as far as they were read
+        return "\n".join(texts)
+    nodes = [node for node in ast.walk(tree) if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))]
+    return "\n".join(texts + [ast.get_docstring(node) or "" for node in nodes])
 
 
 def introduces_synonyms(path: Path) -> bool:
@@ -233,6 +243,12 @@ def test_the_chinese_path_is_all_there():
             "README.zh-CN.md"} <= names
     for outstanding in OUTSTANDING.values():
         assert set(outstanding) <= names  # an outstanding file that was renamed must leave the list
+
+
+def test_a_code_section_is_checked_by_its_comments_and_docstrings_only():
+    code = 'def plot(acknowledged, writer):\n    """画出已确认的事件。"""\n    return writer  # 写入者\n'
+    assert prose_of_code(code).split("\n") == ["# 写入者", "", "画出已确认的事件。"]
+    assert "writer" not in prose_of_code(code) and "acknowledged" not in prose_of_code(code)
 
 
 def test_the_chinese_checks_can_fail(tmp_path):

@@ -1,4 +1,4 @@
-"""The lesson map (docs/teaching.md in both languages, and notebook 1) links every lesson section to a place.
+"""The lesson map (docs/teaching.md in both languages, linked from chapter 1) links every lesson section to a place.
 
 Each notebook place names a heading; the test for that notebook fails until the heading is there,
 so a renamed heading, or a map that points at a heading not written yet, is caught. The map exists
@@ -142,15 +142,14 @@ def test_the_language_in_use_is_the_default():
         lesson_map_markdown(".", language="fr")
 
 
-@pytest.mark.parametrize("language", ["en", "zh"])
-def test_notebook_1_shows_the_same_map_with_links_from_its_folder(language):
+@pytest.mark.parametrize("language, page, heading", [("en", "docs/teaching.md#the-lesson-map", "## The lesson map"),
+                                                      ("zh", "docs/zh/teaching.md#课文地图", "## 课文地图")])
+def test_chapter_1_links_to_the_map_on_the_teaching_page_of_its_language(language, page, heading):
     path = REPO / "notebooks" / language / "01_events_on_disk.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    shown = ["".join(output["data"]["text/markdown"]) for cell in cells if cell["cell_type"] == "code"
-             for output in cell["outputs"] if "text/markdown" in output.get("data", {})]
-    assert lesson_map_markdown(f"notebooks/{language}", language=language) in shown, (
-        f"notebooks/{language}/01_events_on_disk.ipynb shows an older map: rebuild it "
-        "(python -m s09_jsonl_transcript.bilingual build 01_events_on_disk)")
+    markdown = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    assert f"](../../{page})" in markdown
+    assert f"\n{heading}\n" in (REPO / page.split("#")[0]).read_text(encoding="utf-8")
 
 
 def test_links_from_the_notebooks_folder_climb_out_of_it():

@@ -1,4 +1,4 @@
-"""Notebooks 1-3's and 7's modules in Chinese: every plot draws every glyph, and what a student reads is Chinese.
+"""Chapters 1-3 and notebook 7's module in Chinese: every plot draws every glyph, and what a student reads is Chinese.
 
 Each module is rendered after i18n.use("zh"), as the Chinese notebooks do: its plots are drawn to
 PNG with warnings turned into errors (a glyph missing from the fonts is a warning), and the texts
@@ -16,17 +16,13 @@ import matplotlib
 matplotlib.use("Agg")  # plain pytest module: no display, no inline backend
 
 import pytest  # noqa: E402
+from chapter_code import run_cells  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from s09_jsonl_transcript import damage, i18n  # noqa: E402
-from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, MockLLM, run_agent, ticking_clock  # noqa: E402
-from s09_jsonl_transcript.crashlab import KillTrial  # noqa: E402
+from s09_jsonl_transcript import i18n  # noqa: E402
 from s09_jsonl_transcript.index import TranscriptIndex, format_hits, format_sessions  # noqa: E402
 from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
-from s09_jsonl_transcript.lessons import crash_injection
-from s09_jsonl_transcript.lessons import events_on_disk as growth
-from s09_jsonl_transcript.lessons import lesson_to_production as production
-from s09_jsonl_transcript.lessons import partial_tail_vs_corruption as corruption  # noqa: E402
+from s09_jsonl_transcript.lessons import lesson_to_production as production  # noqa: E402
 from s09_jsonl_transcript.turns import audit  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -64,176 +60,75 @@ def test_a_missing_glyph_fails_the_drawing():
         i18n.use("zh")
 
 
-@pytest.fixture
-def session(tmp_path):
-    with DurableTranscript(tmp_path / "session.jsonl", clock=ticking_clock()) as transcript:
-        run_agent(transcript, MockLLM())
-    return DurableTranscript(tmp_path / "session.jsonl")
+# --------------------------------------------------------------------------- chapters 1-3: their plots and panels
 
 
-# --------------------------------------------------------------------------- notebook 1: growth
+def chapter(name: str, cells: list) -> dict:
+    """The chapter's cells run in Chinese (their `tr` answers in the language in use)."""
+    return run_cells(name, cells, language="zh")
 
 
-def test_growth_plots_are_drawn_in_chinese(session):
-    growth_fig = growth.draw_growth(Figure(figsize=(9, 4)), growth.growth_of(session.path))
-    texts = drawn(growth_fig)
-    assert all(chinese(ax.get_title()) and chinese(ax.get_ylabel()) for ax in growth_fig.axes)
-    assert chinese(growth_fig.legends[0].get_title().get_text()) and "已在磁盘上的字节" in texts
-    mapping = growth.draw_message_mapping(Figure(figsize=(9, 5)), session.read_events())
-    texts = drawn(mapping)
-    assert chinese(mapping.axes[0].get_title()) and "user：文本" in texts
-    assert all(chinese(label.get_text()) for label in mapping.axes[0].get_xticklabels())
-    write_path = growth.draw_write_path(Figure(figsize=(9, 3.2)))
-    texts = drawn(write_path)
-    assert write_path.axes[0].get_title() == "追加的一行落在哪里"
-    assert {"磁盘", "内核页缓存"} <= set(texts) and any(text.startswith("durable boundary：") for text in texts)
-    empty = growth.draw_growth(Figure(), [])
-    assert "还没有事件" in drawn(empty)
+CHAPTER_1 = ["language", "imports", "envelope", "encode", "transcript", "plot-growth", "panel"]
+CHAPTER_2 = ["language", "imports", "agent", "crash", "plot-crash", "crash-and-recover", "crash-panel", "writer",
+             "kill-random"]
+CHAPTER_3 = ["language", "imports", "file", "line-problem", "read-transcript", "read-run", "damage-functions",
+             "examples", "verdict", "plot-map"]
 
 
-def test_the_stepper_panel_speaks_chinese_before_and_after_a_press(tmp_path):
-    panel = growth.StepperPanel(growth.EventStepper(tmp_path, session_id="session"))
+def test_chapter_1_s_growth_plot_and_panel_are_chinese(tmp_path):
+    one = chapter("01_events_on_disk", CHAPTER_1)
+    panel = one["StepperPanel"](tmp_path, transcript=one["Transcript"], draw=one["growth_picture"])
     assert (panel.next_button.description, panel.reset_button.description) == ("下一个事件", "重置")
-    assert chinese(panel.slider.description) and chinese(panel.listing.value) and chinese(panel.envelope.value)
+    assert chinese(panel.slider.description) and chinese(panel.status.value) and chinese(panel.listing.value)
     before = panel.status.value
-    panel.next_button.click()
-    assert panel.status.value != before and panel.status.value == "磁盘上有 1 个事件（共 12 个）"
-    assert "最新的一行" in panel.listing.value and "它承诺什么" in panel.envelope.value
     panel.slider.value = 12
-    assert panel.status.value.endswith("会话已结束")
-    assert chinese(panel.file_exists_text()) and panel.last_line_text().startswith("磁盘上的最后一行：")
-    panel.stepper.close()
-
-
-def test_the_sentences_notebook_1_prints_are_chinese(session, tmp_path):
-    events = session.read_events()
-    state = session.recover()
-    texts = [growth.appended_text(events[0]), growth.read_back_text(session), growth.growth_table(
-        growth.growth_of(session.path)), growth.replay_text(events, state), growth.jq_fallback_text(session.path),
-        growth.complete_lines_text(session.path), growth.refused_text(ValueError("in English")),
-        growth.same_events_text(session.path, events, start=tmp_path),
-        growth.reader_verdict_text(session.path, start=tmp_path)]
-    assert all(chinese(text.splitlines()[0]) for text in texts), texts
-    assert growth.reader_verdict_text(session.path, start=tmp_path) == "session.jsonl：完好（12 个事件）"
-    final = growth.save_final_answer_only(events, tmp_path / "final" / "session.jsonl").read_events()
-    table = growth.replay_questions_table(events, final).data
-    assert "只存最终回答" in table and "没有记录" in table
-
-
-# --------------------------------------------------------------------------- notebook 2: crash injection
-
-
-def report(tail: bytes = b"{\"sche", lost: bool = False) -> crash_injection.CrashReport:
-    recovered = (1, 2) if lost else (1, 2, 3)
-    return crash_injection.CrashReport("crash-1.jsonl", 3, True, (1, 2, 3), 3, tail, recovered, 2, ("call_1",))
-
-
-def test_crash_plots_are_drawn_in_chinese():
-    figure = crash_injection.draw_crash(Figure(figsize=(9, 2.8)), report(lost=True))
+    assert panel.status.value != before and panel.status.value.startswith("磁盘上有 12 个事件")
+    figure = one["growth_picture"](panel.path.read_bytes())
     texts = drawn(figure)
     axis = figure.axes[0]
-    assert axis.get_title() == "3 次 append 后被杀：各方手里有什么"
-    assert all(chinese(label.get_text()) for label in axis.get_yticklabels())
-    assert {"已确认", "在磁盘上", "已恢复", "partial tail（半条记录）", "已确认却丢失"} <= set(texts)
-    trials = [KillTrial(trial=n, mode="append", acknowledged=5, recovered=5, lost=0, duplicated=0,
-                        verdict=damage.CLEAN) for n in range(3)]
-    campaign = crash_injection.draw_campaign(Figure(figsize=(9, 3.5)), trials)
-    texts = drawn(campaign)
-    assert chinese(campaign.axes[0].get_title()) and chinese(campaign.axes[0].get_xlabel())
-    assert "没有一次试验\n丢失已确认事件" in texts and "被杀前已确认" in texts
+    assert axis.get_title() == "12 次追加，12 行，2726 字节"
+    assert chinese(axis.get_xlabel()) and chinese(axis.get_ylabel())
+    assert "已在磁盘上，从不改写" in texts
+    panel.remove_file()
 
 
-def test_the_crash_report_and_tables_of_notebook_2_are_chinese(tmp_path):
-    lines = crash_injection.describe_crash(report()).splitlines()
-    assert all(chinese(line) for line in lines)
-    assert lines[-1].endswith("已确认事件一个没丢（3 个中恢复了 3 个）")
-    assert report(lost=True).verdict == "丢失了已确认事件 [3]"
-    assert chinese(crash_injection.kill_mode_text()) and chinese(crash_injection.campaign_skipped_text())
-    summary = crash_injection.campaign_summary([KillTrial(trial=0, mode="batch", acknowledged=4, recovered=4,
-                                                           lost=0, duplicated=0, verdict=damage.CLEAN)])
-    header, *_, last = summary.splitlines()
-    assert header.split() == ["模式", "次数", "丢失", "重复", "内容不符", "失败"] and last.endswith("True")
-    path = tmp_path / "simulated.jsonl"
-    crash_injection.simulate_agent_crash(path, 3, tear=True)
-    listing = crash_injection.disk_listing(path).splitlines()
-    assert listing[0].startswith("第  1 行  完整") and "没有换行" in listing[-1]
-    state = DurableTranscript(path).replay_state()
-    assert "含义" in crash_injection.rebuilt_state_table(state).data and chinese(crash_injection.plain_data_text(state))
-
-
-@pytest.mark.skipif(not crash_injection.SIGKILL_AVAILABLE, reason="kills a real process with SIGKILL (POSIX)")
-def test_the_crash_panel_speaks_chinese_before_and_after_a_press(tmp_path):
-    panel = crash_injection.CrashPanel(tmp_path, kill_after=2)
+def test_chapter_2_s_crash_picture_and_panels_are_chinese(tmp_path):
+    two = chapter("02_crash_injection", CHAPTER_2)
+    panel = two["CrashPanel"](tmp_path, crash=two["crash_and_recover"], draw=two["crash_picture"], kill_after=3)
     assert panel.crash_button.description == "立即崩溃"
     assert chinese(panel.slider.description) and chinese(panel.tear.description) and chinese(panel.result.value)
-    before = panel.result.value
     panel.crash_button.click()
-    assert panel.result.value != before and "已确认事件一个没丢（2 个中恢复了 2 个）" in panel.result.value
-    assert "崩溃：" in panel.result.value and bytes(panel.plot.value).startswith(b"\x89PNG")
-    campaign = crash_injection.CampaignPanel(trials=2, seed=3)
-    assert campaign.run_button.description == "运行 2 次杀进程" and chinese(campaign.progress.description)
+    assert panel.result_text.startswith("crash-1.jsonl：已确认 3 个；磁盘上 3 个完整行")
+    acknowledged, data, recovered = two["crash_and_recover"](tmp_path / "drawn.jsonl", 5, True)
+    figure = two["crash_picture"](acknowledged, data, recovered)
+    texts = drawn(figure)
+    assert figure.axes[0].get_title() == "已确认 5 个，恢复出 5 个：记录完全相同：True"
+    assert all(chinese(label.get_text()) for label in figure.axes[0].get_xticklabels())
+    assert any(text.startswith("partial tail：") for text in texts)
+    campaign = two["CampaignPanel"](tmp_path / "campaign", run_one=two["kill_at_random_moment"], trials=1)
+    assert campaign.run_button.description == "运行 1 次杀进程" and chinese(campaign.progress.description)
     campaign.run_button.click()
-    assert "每次被杀之后，每个已确认事件都还在：True" in campaign.summary.value
+    assert campaign.result_text.startswith("第 1 轮：杀了 1 次进程") and campaign.result_text.endswith("：True")
 
 
-# --------------------------------------------------------------------------- notebook 3: corruption
-
-
-@pytest.fixture
-def sample(tmp_path):
-    path = tmp_path / "session-3.jsonl"
-    with DurableTranscript(path, clock=ticking_clock()) as transcript:
-        for event in BUG_FIX_SCRIPT[:5]:
-            transcript.append(event)
-    return path
-
-
-def test_the_verdict_maps_are_drawn_in_chinese(sample):
-    data = sample.read_bytes()
-    figure = corruption.plot_verdict_maps({"truncation": (data, damage.truncation_map(sample)),
-                                           "flips": (data, damage.flip_map(sample))})
-    try:
-        texts = drawn(figure)
-        assert [axis.get_title(loc="left") for axis in figure.axes] == ["在第 N 个字节后截断", "在每个字节翻转一个比特"]
-        assert chinese(figure.get_suptitle()) and all(chinese(axis.get_xlabel()) for axis in figure.axes)
-        assert {"完好", "已忽略 partial tail", "损坏", "内容被改却照样接受"} <= set(texts)
-    finally:
-        matplotlib.pyplot.close(figure)
-
-
-def test_the_damage_lab_speaks_chinese_before_and_after_a_press(sample):
-    lab = corruption.DamageLab(sample)
-    assert lab.picker.options[0] == ("在某个字节处截断", "truncate at byte")  # shown in Chinese, keyed in English
-    assert all(chinese(label) for label, _ in lab.picker.options)
+def test_chapter_3_s_byte_map_and_damage_lab_are_chinese():
+    three = chapter("03_partial_tail_vs_corruption", CHAPTER_3)
+    maps = three["bit_flip_experiment"](three["read_transcript"])
+    assert list(maps) == ["截断", "翻转一个比特"]
+    figure = Figure(figsize=(10, 3.2))
+    three["plot_byte_map"](figure.subplots(), maps, three["starts"])
+    texts = drawn(figure)
+    assert chinese(figure.axes[0].get_xlabel()) and {"完好", "已忽略 partial tail", "已损坏", "第 1 行"} <= set(texts)
+    damages = [(three["tr"]("delete a line"), three["delete_line"], "line")]
+    lab = three["DamageLab"](three["folder"] / "lab" / "session-3.jsonl", three["data"], damages=damages,
+                             judge=lambda path: three["verdict"](three["read_transcript"], path, three["events"]),
+                             colors=three["COLORS"], labels=three["KINDS"])
+    assert lab.picker.options == (("删除一行", "delete_line"),)
     assert (lab.apply_button.description, lab.restore_button.description) == ("施加损坏", "恢复文件")
-    assert chinese(lab.unit.value) and chinese(lab.result.value)
-    before = lab.result.value
-    lab.picker.value = "delete a line"
+    assert lab.result_text == "完好（5 个事件）：文件已恢复"
     lab.position.value = 5
     lab.apply_button.click()
-    assert lab.unit.value == "行号" and lab.result.value != before
-    assert lab.result_text == "完好（4 个事件）——删除一行，行号 5"
-    lab.restore_button.click()
-    assert lab.result_text == "文件已恢复：完好（5 个事件）——没有损坏" and "完好（5 个事件）" in lab.result.value
-    assert lab.lines_text() == "文件中现在的行数：5"
-
-
-def test_the_tables_notebook_3_shows_are_chinese(sample, tmp_path):
-    data = sample.read_bytes()
-    assert all(chinese(line) for line in corruption.line_starts_text(data).splitlines())
-    lab = corruption.DamageLab(sample)
-    rows = [(name, position, what, lab.apply(name, position)) for name, position, what in
-            corruption.example_damages(data)]
-    lab.restore()
-    table = corruption.damage_table(rows).data
-    assert "reader 的判定" in table and "TranscriptCorruptionError（第 3 行）" in table and "完好（3 个事件）" in table
-    assert all(chinese(what) for _, _, what, _ in rows)
-    counts = corruption.verdict_counts_table({"flips": (data, damage.flip_map(sample))}).data
-    assert "内容被改却照样接受" in counts and "在每个字节翻转一个比特" in counts
-    readers = corruption.compare_readers(data, sample.name, tmp_path / "readers", [("delete a line", 4)])
-    assert readers[0][1].startswith("照常继续：")
-    assert readers[0][2].startswith("停下：TranscriptCorruptionError（第 4 行）")
-    assert "跳过坏行的 reader" in corruption.readers_table(readers).data
+    assert lab.position.description == "行" and lab.result_text == "完好（4 个事件）：删除一行，位置 5"
 
 
 # --------------------------------------------------------------------------- notebook 7: production

@@ -1,4 +1,4 @@
-"""The README's live route through notebooks 4, 5 and 6, run the way an instructor runs it.
+"""The live route of docs/teaching.md through notebooks 1 to 6, run the way an instructor runs it.
 
 Each notebook is run top to bottom in its own kernel (Run All), then the route's widget actions
 (tests/live_route.py) are run in that same kernel, in order, twice. Every action must change what its

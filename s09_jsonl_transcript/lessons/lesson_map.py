@@ -1,12 +1,11 @@
 """The lesson map: each section of the lesson text (s09, in Chinese) and where the kit shows it.
 
-One table, rendered in two languages and from two folders: in the README (links from the
-repository's root) and in notebook 1 (links from the notebook's own folder).
+One table, rendered in two languages and from any folder: in docs/teaching.md (links from docs/),
+docs/zh/teaching.md (links from docs/zh/), and wherever else it is wanted; chapter 1 links to it.
 
-    lesson_map_markdown(".", language="en")             # README.md (also lesson_map_markdown("."): English
-                                                        # is the language in use until i18n.use("zh"))
-    lesson_map_markdown(".", language="zh")             # README.zh-CN.md
-    lesson_map_markdown("notebooks/" + i18n.current())  # notebook 1, in the notebook's language
+    lesson_map_markdown("docs", language="en")          # docs/teaching.md (also lesson_map_markdown("docs"):
+                                                        # English is the language in use until i18n.use("zh"))
+    lesson_map_markdown("docs/zh", language="zh")       # docs/zh/teaching.md
 
 A place is a notebook and one of its headings, or a file. The map names each heading as the English
 notebook has it; in Chinese the place is the Chinese notebook, and its heading is read from the
@@ -14,7 +13,7 @@ same markdown cell of notebooks/zh/NN_name.ipynb, found by the cell's id. Files 
 too: the Chinese diagram and the Chinese exercises (exercises/zh). Until the Chinese file exists,
 the map links the English one, with its English heading, so every link works. (So after a Chinese
 notebook or exercise is added, or a heading's translation changes, build that notebook first, then
-notebook 1.)
+paste the map into the teaching pages again.)
 """
 
 from __future__ import annotations
@@ -122,14 +121,15 @@ NB4, NB5, NB6, NB7 = "04_replay_window", "05_memory_gate", "06_crash_lab", "07_l
 NB9 = "09_your_agents_transcript"
 RAW_FILE = "1. A raw agent file, through the lesson's eyes"
 
-NB1_TITLE = "1. Events on disk: watching a JSONL transcript grow"
+NB1_TITLE = "1. Events on disk: writing `append` from scratch"
 ACT_0 = "Act 0: the demo, one story on one session"
 ONE_LINE = "One event, one line"
 ENVELOPE = "The envelope: what every line promises"
 NEWER_SCHEMA = "A record written by newer code"
+APPEND = "`append`: one write, then fsync"
 WRITE_PATH = "Where an appended line lives: process, page cache, disk"
 ONE_WRITER = "One writer per session: the kit's lock"
-GROWTH = "Growth over a whole session"
+GROWTH = "The growth plot, drawn from the file"
 MESSAGES = "Which lines become chat messages?"
 FINAL_ONLY = "A common mistake: saving only the final answer"
 PORTABILITY = "Portability: grep, jq and cp on a transcript"
@@ -139,8 +139,8 @@ REBUILT = "What the fresh process rebuilds, and what it creates anew"
 THIRTY_KILLS = "From one crash to evidence: 30 kills at random moments"
 
 THE_RULE = "The rule: only a partial tail is forgiven"
-SIX_TOOLS = "Six damage tools, one verdict each"
-BYTE_MAP = "A verdict map over every byte"
+SIX_TOOLS = "Damage, one kind at a time"
+BYTE_MAP = "The bit-flip experiment: a verdict for every byte"
 SKIPPING = "A common mistake: skipping bad lines"
 
 FOLD = "3. The rest of the state: one fold over the events"
@@ -181,7 +181,7 @@ def lesson_map(language: str | None = None) -> tuple:
         ("工作原理 · 6 种事件类型", tr("how it works: the six event types"),
          (_nb(NB1, MESSAGES), _nb(NB4, "2. From events to messages"))),
         ("工作原理 · 追加写入", tr("how it works: appending (O_APPEND, one write, fsync, the durable boundary)"),
-         (_nb(NB1, WRITE_PATH), _nb(NB6, "Campaign 2: a power cut, simulated byte by byte"))),
+         (_nb(NB1, APPEND), _nb(NB1, WRITE_PATH), _nb(NB6, "Campaign 2: a power cut, simulated byte by byte"))),
         ("工作原理 · 会话回放 (replay <= 1000)", tr("how it works: replay of the last 1000 events"),
          (_nb(NB4, WINDOW), _nb(NB4, WHY_1000))),
         ("工作原理 · 崩溃恢复", tr("how it works: crash recovery; a new process creates its own clients, locks, ports"),
