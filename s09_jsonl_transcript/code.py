@@ -42,12 +42,9 @@ TYPE_AI_TITLE = "ai-title"  # the session's generated title: metadata
 # The one table of event types: the fields replay needs of each, and their JSON type (None: any
 # value). Every other per-type table of the kit derives from this one.
 EVENT_TYPES = {
-    TYPE_MESSAGE: {"role": str, "content": None},
-    TYPE_REASONING: {},
-    TYPE_FUNCTION_CALL: {"callId": str, "name": str},
-    TYPE_FUNCTION_CALL_RESULT: {"callId": str},
-    TYPE_FILE_SNAPSHOT: {},
-    TYPE_AI_TITLE: {"title": str},
+    TYPE_MESSAGE: {"role": str, "content": None}, TYPE_REASONING: {},
+    TYPE_FUNCTION_CALL: {"callId": str, "name": str}, TYPE_FUNCTION_CALL_RESULT: {"callId": str},
+    TYPE_FILE_SNAPSHOT: {}, TYPE_AI_TITLE: {"title": str},
 }
 MEMORY_ELIGIBLE_EVENT_TYPES = frozenset({TYPE_MESSAGE, TYPE_FILE_SNAPSHOT})
 TRANSCRIPT_SOURCE_TYPE = "transcript"
@@ -495,6 +492,13 @@ class JSONLTranscript:
         self._fd, self._writer_pid, self.next_sequence = fd, os.getpid(), end.next_sequence
         self._closer = weakref.finalize(self, self.file_io.close, fd)  # a dropped one unlocks
 
+    def check_unchanged(self, written: int) -> None:
+        """Raise unless the path still names the writer's file, grown by `written` bytes alone."""
+        now = os.stat(self.filepath)
+        if (now.st_dev, now.st_ino, now.st_size - written) != self._file_state:
+            raise OSError(errno.ESTALE, "the path names another file now, or the file changed")
+        self._file_state = (now.st_dev, now.st_ino, now.st_size)
+
     def write_durably(self, data: bytes) -> None:
         """The durable write (hold `lock`): one os.write of all of data on the O_APPEND descriptor,
         fsync, and a check that the path still names this file. What fails is cut off durably
@@ -509,11 +513,8 @@ class JSONLTranscript:
                 raise OSError(errno.ENOSPC, f"the disk is full: {written} of {len(data)} bytes")
             step = "fsync"
             self.file_io.fsync(self._fd)
-            step = "check"  # never acknowledge to a file no reader finds: the path still names
-            now = os.stat(self.filepath)  # the writer's file, grown by data alone?
-            if (now.st_dev, now.st_ino, now.st_size - len(data)) != self._file_state:
-                raise OSError(errno.ESTALE, "the path names another file now, or the file changed")
-            self._file_state = (now.st_dev, now.st_ino, now.st_size)
+            step = "check"
+            self.check_unchanged(len(data))  # never acknowledge to a file no reader finds
         except BaseException as error:
             try:  # undo: the cut is a change too, durable only once synced
                 self.file_io.truncate(self._fd, end_before)
@@ -659,8 +660,7 @@ def demo(root, ticking: bool = False, lang: str = "en") -> bool:
     say("Part 1: the agent runs in its own process; each event is appended (write + fsync)",
         "Part 1：agent 在自己的进程里运行；每个事件追加一行（write + fsync）")
     command = [sys.executable, str(Path(__file__).resolve()), "--agent-child", str(transcript.path)]
-    agent = subprocess.Popen(command + (["--ticking"] if ticking else []), stdout=subprocess.PIPE,
-                             text=True)
+    agent = subprocess.Popen(command + ["--ticking"] * ticking, stdout=subprocess.PIPE, text=True)
     reports = [json.loads(agent.stdout.readline()) for _ in range(DEMO_KILL_AFTER)]
     for record, lines in reports:  # each record the agent acknowledged: its append returned
         print(f"  {record['sequence']:>2} {record['type']:<22} jsonl line: {lines}")
@@ -704,8 +704,7 @@ def main(argv=None) -> int:
     parser.add_argument("--lang", choices=("en", "zh"),
                         default="zh" if locale.lower().startswith("zh") else "en")
     parser.add_argument("--root", help="keep the demo's files under this folder")
-    parser.add_argument("--ticking", action="store_true",
-                        help="a deterministic clock: the same output every run")
+    parser.add_argument("--ticking", action="store_true", help="a fixed clock, the same output")
     parser.add_argument("--agent-child", help=argparse.SUPPRESS)  # the demo's agent runs this file
     args = parser.parse_args(argv)
     if args.root and (Path(args.root) / "projects" / "demo" / "session-1.jsonl").exists():
