@@ -375,3 +375,24 @@ def test_a_bad_path_is_refused_before_anything_is_made(cls, tmp_path):
     longest = tmp_path / ("x" * 249 + ".jsonl")  # 255 bytes: allowed
     with cls(longest) as transcript:
         assert transcript.append(message("fits"))["sequence"] == 1
+
+
+def test_a_live_commit_on_a_full_disk_moves_nothing_and_tells_nobody(tmp_path):
+    from s09_jsonl_transcript.live import SessionEventLog
+
+    with small_tmpfs(tmp_path / "disk") as disk:
+        log = SessionEventLog.open(disk / "s.jsonl", clock=ticking_clock())
+        log.commit(message("one"))
+        subscription = log.subscribe(from_sequence=1)
+        assert [item["sequence"] for item in subscription.poll()] == [1]
+        filler = fill(disk, leave=0)
+        with pytest.raises(TranscriptIOError) as refused:
+            log.commit(message("x" * 20_000))
+        assert refused.value.errno == errno.ENOSPC
+        assert log.last_sequence == 1 and subscription.poll() == []
+        filler.unlink()
+        assert log.commit(message("two"))["sequence"] == 2  # the caller's retry, once space is back
+        assert [item["sequence"] for item in subscription.poll()] == [2]
+        subscription.release()
+        log.close()
+        assert contents(DurableTranscript, disk / "s.jsonl") == ["one", "two"]
