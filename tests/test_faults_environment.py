@@ -257,6 +257,7 @@ FIFO_CHILD = textwrap.dedent("""
     from s09_jsonl_transcript.code import JSONLTranscript, TranscriptIOError
     from s09_jsonl_transcript.lab import DurableTranscript
     cls = {"lesson": JSONLTranscript, "lab": DurableTranscript}[sys.argv[1]]
+    from s09_jsonl_transcript.importers import detect_format, inspect_raw
     outcomes = {}
     for name in ("append", "read_events", "recover", "replay_state", "replay", "count_lines"):
         transcript = cls(sys.argv[2])
@@ -266,6 +267,12 @@ FIFO_CHILD = textwrap.dedent("""
             outcomes[name] = "returned"
         except TranscriptIOError as error:
             outcomes[name] = errno.errorcode[error.errno]
+    for reader in (detect_format, inspect_raw):  # the importers' readers of a raw agent file
+        try:
+            reader(sys.argv[2])
+            outcomes[reader.__name__] = "returned"
+        except TranscriptIOError as error:
+            outcomes[reader.__name__] = errno.errorcode[error.errno]
     print(json.dumps(outcomes))
 """)
 
@@ -286,6 +293,7 @@ def test_a_fifo_or_a_device_at_the_path_is_refused_at_once(cls, tmp_path, kind):
     import json
     outcomes = json.loads(child.stdout)
     assert set(outcomes.values()) <= {"EINVAL", "ENXIO"}, outcomes  # ENXIO: O_NONBLOCK, a FIFO with no reader
+    assert len(outcomes) == 8
 
 
 # --------------------------------------------------------------------------- create() after a failure
