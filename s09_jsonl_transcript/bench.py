@@ -210,6 +210,29 @@ class SqliteLog:
         self.connection.close()
 
 
+class FsyncTimed(OsFileIO):
+    """The lab's I/O calls, adding up the seconds spent inside fsync: what an append does besides it is
+    its time minus these (figure 1's issue-43 pair, measured without the fsync's noise)."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def fsync(self, fd):
+        start = time.perf_counter()
+        try:
+            super().fsync(fd)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+class WithoutTheFileCheck(DurableTranscript):
+    """The lab's transcript with the check issue 43 added to every append turned off (check_unchanged
+    does nothing): figure 1's "before" side, run beside the same transcript with it. Measuring only."""
+
+    def check_unchanged(self, written: int) -> None:
+        """Nothing: the path and size are not checked before the append is acknowledged."""
+
+
 def timed_append(transcript: DurableTranscript, action: Callable[[], object]) -> tuple[float, list[bytes]]:
     """Seconds action took, and the complete lines (with newlines) it added to the transcript's file."""
     start = transcript.path.stat().st_size if transcript.path.exists() else 0
@@ -229,13 +252,17 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
     that event), "fsync" (the fsync alone, inside "bare"), "plain_writer" (SameBytesPeer with the
     lab's encoder: the least any writer of the same record does, stamp, encode, write, fsync, with
     no checks), "write_only" (the same os.write with no fsync: not durable, for scale) and
-    "sqlite_<MODE>" for each SQLite synchronous mode (one insert per transaction). The sides take
-    turns for every event, in an order that changes from one event to the next, so each side runs
-    as often right after another side's fsync.
+    "sqlite_<MODE>" for each SQLite synchronous mode (one insert per transaction). Issue 43's pair:
+    "checked" (the lab's append as it is) and "unchecked" (WithoutTheFileCheck: its per-append check
+    turned off), each through FsyncTimed, with "checked_work" and "unchecked_work" their seconds
+    outside fsync. The sides take turns for every event, in an order that changes from one event to
+    the next, so each side runs as often right after another side's fsync.
     """
     folder = Path(folder)
     transcript = DurableTranscript(folder / "single-append.jsonl")
     lesson = JSONLTranscript(folder / "single-lesson.jsonl")
+    pair = {"checked": DurableTranscript(folder / "single-checked.jsonl", file_io=FsyncTimed()),
+            "unchecked": WithoutTheFileCheck(folder / "single-unchecked.jsonl", file_io=FsyncTimed())}
     bare = BareLog(folder / "single-bare.jsonl")
     unsynced = BareLog(folder / "single-unsynced.jsonl")
     databases = {mode: SqliteLog(folder / f"single-{mode}.sqlite3", mode) for mode in sqlite_modes}
@@ -265,6 +292,16 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
     def plain_writer(index: int) -> None:
         spent["plain_writer"] += timed(lambda: plain.append(events[index]))
 
+    def issue_43_side(name: str) -> Callable[[int], None]:
+        writer = pair[name]
+
+        def append(index: int) -> None:
+            synced_before = writer.file_io.seconds
+            elapsed = timed(lambda: writer.append(events[index]))
+            spent[name] += elapsed
+            spent[f"{name}_work"] += elapsed - (writer.file_io.seconds - synced_before)
+        return append
+
     def write_only(index: int) -> None:
         spent["write_only"] += timed(lambda: unsynced.write(written[index]))
 
@@ -274,13 +311,15 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
         return insert
 
     sides = {"append": library, "lesson_append": lesson_side, "bare": bare_side, "plain_writer": plain_writer,
-             "write_only": write_only}
+             "write_only": write_only, "checked": issue_43_side("checked"), "unchecked": issue_43_side("unchecked")}
     sides.update({f"sqlite_{mode}": sqlite_side(mode, db) for mode, db in databases.items()})
     names = list(sides)
 
+    measured_only = ["fsync", "checked_work", "unchecked_work"]  # parts of a side's time, not sides
+
     def one_round() -> dict[str, float]:
         spent.clear()
-        spent.update({name: 0.0 for name in [*names, "fsync"]})
+        spent.update({name: 0.0 for name in [*names, *measured_only]})
         for index in range(per_round):
             turn = index % len(names)  # rotate, and reverse every other event
             order = names[turn:] + names[:turn]
@@ -293,7 +332,9 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
         for index in range(per_round):  # warm-up: opens and locks the writers, learns each event's line
             library(index)
             lesson.append(events[index])
-        samples: dict[str, list[float]] = {name: [] for name in [*names, "fsync"]}
+            for writer in pair.values():
+                writer.append(events[index])
+        samples: dict[str, list[float]] = {name: [] for name in [*names, *measured_only]}
         for _ in range(rounds):
             for name, seconds in one_round().items():
                 samples[name].append(seconds)
@@ -301,6 +342,8 @@ def single_write_costs(folder, rounds: int, per_round: int, text_bytes: int,
     finally:
         transcript.close()
         lesson.close()
+        for writer in pair.values():
+            writer.close()
         bare.close()
         unsynced.close()
         plain.close()
@@ -570,6 +613,16 @@ def figures_from(measured: dict, sizes: Sizes) -> list[Figure]:
         floor_us = paired_difference(single, "plain_writer", "bare") * 1e6
         single_lines.append(Target(f"[{name}] us a plain writer (stamp, encode, write + fsync; no checks) adds: "
                                    "the floor", floor_us))
+        if "checked" in single:  # issue 43: the same append with and without its check, side by side
+            single_lines += [
+                Target(f"[{name}] us the lab's append adds to the plain writer, before issue 43's check",
+                       paired_difference(single, "unchecked", "plain_writer") * 1e6),
+                Target(f"[{name}] us the lab's append adds to the plain writer, after it",
+                       paired_difference(single, "checked", "plain_writer") * 1e6),
+                Target(f"[{name}] us issue 43's check adds to each append (after - before, paired by round)",
+                       paired_difference(single, "checked", "unchecked") * 1e6, 3, at_most=True),
+                Target(f"[{name}] us the check adds outside the fsync (each side's time less its fsync's)",
+                       paired_difference(single, "checked_work", "unchecked_work") * 1e6)]
         batch_lines += [
             Target(f"[{name}] append_batch({batch_size}) / same bytes by json.dumps each, one write, one fsync",
                    paired_ratio(batch, "dumps_batch", "append_batch"), batch_goal),

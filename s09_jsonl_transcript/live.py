@@ -70,7 +70,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .code import TYPE_FUNCTION_CALL, TranscriptCorruptionError, TranscriptLockedError, messages_of
+from .code import (
+    INT_LIMIT,
+    TYPE_FUNCTION_CALL,
+    JSONLTranscript,
+    TranscriptCorruptionError,
+    TranscriptLockedError,
+    TranscriptValidationError,
+    checked_event,
+    make_folders,
+    messages_of,
+    regular,
+)
 from .lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO
 from .timeouts import DEFAULT_LIMITS, Limits, due_timeouts
 from .turns import (
@@ -97,6 +108,7 @@ from .turns import (
     permission_event,
     rewind_event,
     session_status,
+    shown,
     tool_result_event,
     turn_end_event,
     turn_start_event,
@@ -143,29 +155,29 @@ class LiveInputError(TypeError, ValueError):
 
 def _check_text(name: str, value, *, empty: bool = False) -> str:
     if not isinstance(value, str) or (not empty and not value.strip()):
-        raise LiveInputError(f"{name} must be {'a' if empty else 'a non-blank'} string, not {value!r}")
+        raise LiveInputError(f"{name} must be {'a' if empty else 'a non-blank'} string, not {shown(value)}")
     return value
 
 
 def _check_callable(name: str, value, *, optional: bool = False):
     if (value is None and not optional) or (value is not None and not callable(value)):
-        raise LiveInputError(f"{name} must be callable, not {value!r}")
+        raise LiveInputError(f"{name} must be callable, not {shown(value)}")
     return value
 
 
 def _check_seconds(name: str, value, *, optional: bool = False):
     if value is None and optional:
         return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0 \
-            or (value == 0 and not optional):
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or abs(value) >= INT_LIMIT \
+            or not math.isfinite(value) or value < 0 or (value == 0 and not optional):
         raise LiveInputError(f"{name} must be a finite number of seconds {'>= 0' if optional else '> 0'}, "
-                             f"not {value!r}")
+                             f"not {shown(value)}")
     return value
 
 
 def _check_whole(name: str, value, *, least: int = 0) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        raise LiveInputError(f"{name} must be a whole number >= {least}, not {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not least <= value < INT_LIMIT:
+        raise LiveInputError(f"{name} must be a whole number >= {least}, not {shown(value)}")
     return value
 
 
@@ -174,8 +186,23 @@ def _check_folder(name: str, value) -> Path:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str) or not value.strip():
-        raise LiveInputError(f"{name} must be a non-blank path, not {value!r}")
-    return Path(value)
+        raise LiveInputError(f"{name} must be a non-blank path, not {shown(value)}")
+    return _check_names(name, Path(value))
+
+
+PATH_MAX = 4096  # bytes in a whole path (Linux): a longer one fails with ENAMETOOLONG
+
+
+def _check_names(name: str, path: Path) -> Path:
+    """path, if a file system takes it: the lesson's check of its names (no NUL, no lone surrogate, none
+    over 255 bytes), and the whole of it under PATH_MAX bytes; else LiveInputError, before anything is made."""
+    try:
+        JSONLTranscript(path)  # its constructor checks the names, and touches nothing on disk
+    except TranscriptValidationError as problem:
+        raise LiveInputError(f"{name}: {problem}") from None
+    if len(os.fsencode(os.path.abspath(path))) >= PATH_MAX:
+        raise LiveInputError(f"{name}: a path of {PATH_MAX} bytes or more is longer than the file system takes")
+    return path
 
 
 def _check_event(event) -> dict:
@@ -238,8 +265,8 @@ class Page:
 
 
 def _check_cursor(sequence) -> int:
-    if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0:
-        raise LiveInputError(f"a cursor is a sequence >= 0, not {sequence!r}")
+    if not isinstance(sequence, int) or isinstance(sequence, bool) or not 0 <= sequence < INT_LIMIT:
+        raise LiveInputError(f"a cursor is a sequence >= 0, not {shown(sequence)}")
     return sequence
 
 
@@ -251,7 +278,7 @@ def _lines_back(path: Path, end: int, count: int) -> int:
     is read from there (read_range).
     """
     position, newlines = end, 0
-    with open(path, "rb") as file:
+    with open(regular(path), "rb") as file:
         while position > 0:
             size = min(BLOCK, position)
             file.seek(position - size)
@@ -268,7 +295,7 @@ def _lines_back(path: Path, end: int, count: int) -> int:
 def _lines_forward(path: Path, start: int, count: int) -> int:
     """The byte offset just past the count-th line from byte start (reads those lines only, a block at a time)."""
     position, newlines = start, 0
-    with open(path, "rb") as file:
+    with open(regular(path), "rb") as file:
         file.seek(start)
         while block := file.read(BLOCK):
             for index, byte in enumerate(block):
@@ -610,13 +637,14 @@ _CACHE_LOCK = threading.Lock()
 def _check_session_id(session_id) -> str:
     if not isinstance(session_id, str) or not session_id.strip() or Path(session_id).name != session_id \
             or session_id in (".", "..") or session_id.startswith("."):
-        raise LiveInputError(f"a session id is a plain file name, not {session_id!r}")
+        raise LiveInputError(f"a session id is a plain file name, not {shown(session_id)}")
+    _check_names("a session id", Path(f"{session_id}.jsonl"))  # NUL, a lone surrogate, over 255 bytes
     return session_id
 
 
 def _check_limits(limits) -> Limits:
     if not isinstance(limits, Limits):
-        raise LiveInputError(f"limits must be a timeouts.Limits, not {limits!r}")
+        raise LiveInputError(f"limits must be a timeouts.Limits, not {shown(limits)}")
     return limits
 
 
@@ -653,6 +681,14 @@ def clean_staging(project_path) -> list[str]:
     return removed
 
 
+def _size(path: Path) -> int | None:
+    """The file's size, or None when nothing is at path."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+
+
 def _ends_a_commit(record: dict) -> bool:
     """True when no event of the same commit follows this record (a batch is one commit, seed 003)."""
     return record.get(BATCH_END_FIELD, record["sequence"]) == record["sequence"]
@@ -685,7 +721,7 @@ class SessionEventLog:
 
     def __init__(self, transcript: DurableTranscript, *, limits: Limits = DEFAULT_LIMITS):
         if not isinstance(transcript, DurableTranscript):
-            raise LiveInputError(f"a SessionEventLog wraps a DurableTranscript, not {transcript!r}")
+            raise LiveInputError(f"a SessionEventLog wraps a DurableTranscript, not {shown(transcript)}")
         self.transcript, self.limits = transcript, _check_limits(limits)
         self._fanout = threading.Lock()  # taken after transcript.lock, never before it
         self._subscribers: list[Subscription] = []
@@ -731,7 +767,7 @@ class SessionEventLog:
         _check_limits(limits)
         with _CACHE_LOCK:
             log = _CACHE.get(key) or _OPEN.get(key)
-            if log is None or log._closed:
+            if log is None or log._closed or log.transcript.outcome_unknown is not None:  # that one appends no more
                 log = cls(DurableTranscript(folder / f"{session_id}.jsonl", **options), limits=limits)
                 log._cache_key = key
                 _OPEN[key] = log
@@ -825,8 +861,7 @@ class SessionEventLog:
         first time, after that only the events it is missing, which it also hands to the
         subscribers. A rewind marker makes it fold the materialized file again.
         """
-        self._readable()
-        self.transcript.acquire_writer()
+        self._hold_writer()
         if self._fold is None:
             fold = SessionFold()
             self.transcript.scan(on_record=fold.add)
@@ -836,6 +871,10 @@ class SessionEventLog:
                 self._refold()
         elif self._stale:
             last, end = committed_end(self.transcript)
+            if last < self._last_sequence:  # fail closed: the events this log folded are not all there
+                raise TranscriptCorruptionError(self.transcript.path, None, end, (
+                    f"the file ends at sequence {last}, but this log committed {self._last_sequence}: "
+                    f"it was cut or replaced under the log"))
             missing = read_range(self.transcript, self._last_sequence + 1, last, end)
             self._fold.add_all(missing)
             self._last_sequence, self._end = last, end
@@ -843,6 +882,15 @@ class SessionEventLog:
                 self._refold()
             self._publish(missing)
         self._stale = False
+
+    def _hold_writer(self) -> None:
+        """Hold the transcript's writer (under transcript.lock), or SessionGoneError if this log's file is
+        no longer at its path: a new writer would make an empty file there, which the log's state is not."""
+        self._readable()
+        if self._fold is not None and not self.transcript.path.exists():
+            self._gone = "deleted or moved away by something other than this log"
+            raise SessionGoneError(f"session {self.session_id} was {self._gone}")
+        self.transcript.acquire_writer()
 
     def _refold(self) -> None:
         """Fold the whole file again, rewind markers applied first (under transcript.lock)."""
@@ -857,9 +905,8 @@ class SessionEventLog:
         file's: one stat confirms the file still ends where the last commit left it, and only
         when it does not (the writer was dropped and someone appended) is the tail read again.
         """
-        self._readable()
-        self.transcript.acquire_writer()
-        if not self._stale and os.stat(self.transcript.path).st_size != self._end:
+        self._hold_writer()
+        if not self._stale and _size(self.transcript.path) != self._end:
             self._stale = True
         if self._stale:
             self._sync()
@@ -874,9 +921,16 @@ class SessionEventLog:
             raise CommitRefused("; ".join(problem.message for problem in problems))
 
     def _append(self, events: list) -> list[dict]:
-        """Check, append (one event, or a batch as one commit), fold and fan out. Under transcript.lock."""
+        """Check, append (one event, or a batch as one commit), fold and fan out. Under transcript.lock.
+
+        A commit that raises has moved nothing: not the fold, not last_sequence, and no subscriber
+        saw it. Once the transcript's append has returned the commit is durable, and nothing after it
+        raises: what cannot be brought up to date now (the file read again after a rewind, its end)
+        marks the log stale, and the next operation reads it (_sync).
+        """
         if self._stale or self._gone is not None:
             self._sync()
+        events = [checked_event(event) for event in events]  # the lesson's checks, before the fold formats them
         self._check(events)
         try:
             records = [self.transcript.append(events[0])] if len(events) == 1 else self.transcript.append_batch(events)
@@ -884,10 +938,13 @@ class SessionEventLog:
             self._stale = True  # the transcript closed its writer: re-read before trusting the state
             raise
         self._fold.add_all(records)
-        if self._fold.rewound:
-            self._refold()
         self._last_sequence = records[-1]["sequence"]
-        self._end = os.stat(self.transcript.path).st_size  # one writer holds the lock: the file ends here
+        try:
+            if self._fold.rewound:
+                self._refold()
+            self._end = os.stat(self.transcript.path).st_size  # one writer holds the lock: the file ends here
+        except (OSError, TranscriptCorruptionError):
+            self._stale = True  # _sync refolds (the rewind marker is folded) and finds the end again
         self._publish(records)
         return records
 
@@ -950,7 +1007,7 @@ class SessionEventLog:
             if built is None:
                 return []
             if isinstance(built, (str, bytes)) or not isinstance(built, (dict, Iterable)):
-                raise LiveInputError(f"a builder returns an event, a list of events or None, not {built!r}")
+                raise LiveInputError(f"a builder returns an event, a list of events or None, not {shown(built)}")
             events = [built] if isinstance(built, dict) else list(built)
             for event in events:
                 if not control or not isinstance(event, dict) or event.get("type") not in CONTROL_TYPES:
@@ -973,7 +1030,7 @@ class SessionEventLog:
         restart. Outside any turn a stream is in memory only.
         """
         if not isinstance(channel, str) or channel not in CHANNELS:
-            raise LiveInputError(f"channel must be one of {', '.join(CHANNELS)}, not {channel!r}")
+            raise LiveInputError(f"channel must be one of {', '.join(CHANNELS)}, not {shown(channel)}")
         if part_id is not None:
             _check_text("part_id", part_id)
         with self.transcript.lock:
@@ -1153,7 +1210,7 @@ class SessionEventLog:
             upto = self._last_sequence if upto_sequence is None else upto_sequence
             if not isinstance(upto, int) or isinstance(upto, bool) or not 0 <= upto <= self._last_sequence:
                 raise LiveInputError(f"upto_sequence must be between 0 and {self._last_sequence}, "
-                                     f"not {upto_sequence!r}")
+                                     f"not {shown(upto_sequence)}")
             events = [event for event in self.transcript.read_events() if event["sequence"] <= upto]
             if events and not _ends_a_commit(events[-1]):
                 raise CommitRefused(f"event {upto} is inside a batch (it ends at {events[-1][BATCH_END_FIELD]}): "
@@ -1184,14 +1241,14 @@ class SessionEventLog:
         (SessionMigratedError), after a restart too; 5. B takes every later commit.
         """
         folder = _check_folder("target_folder", target_folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        make_folders(folder)  # each new folder's name made durable in its parent
         clean_staging(folder)
         target = folder / self.transcript.path.name
         with self.transcript.lock:
             self._fresh()
             if self._fold.migrated_to is not None:
                 raise SessionMigratedError(f"session {self.session_id} already migrated to {self._fold.migrated_to}")
-            with open(self.transcript.path, "rb") as source:
+            with open(regular(self.transcript.path), "rb") as source:
                 payload = source.read(self._end)
             scratch = _staging_folder(".migrate-", folder)
             try:
@@ -1274,7 +1331,7 @@ class SessionEventLog:
     def start_turn(self, reason: str = START_USER) -> dict:
         """Open the next turn (refused while a turn is open, paused, after an error without retry, or expired)."""
         if not isinstance(reason, str) or reason not in START_REASONS:
-            raise LiveInputError(f"reason must be one of {', '.join(START_REASONS)}, not {reason!r}")
+            raise LiveInputError(f"reason must be one of {', '.join(START_REASONS)}, not {shown(reason)}")
         return self.commit_validated(
             lambda state: turn_start_event((state.fold.last_turn or 0) + 1, reason))[0]
 
@@ -1357,7 +1414,7 @@ class SessionEventLog:
             _check_text(name, value)
         _check_text("reason", reason, empty=True)
         if decision not in PERMISSION_DECISIONS:
-            raise LiveInputError(f"decision must be one of {', '.join(PERMISSION_DECISIONS)}, not {decision!r}")
+            raise LiveInputError(f"decision must be one of {', '.join(PERMISSION_DECISIONS)}, not {shown(decision)}")
         return self.commit_validated(lambda state: permission_event(call_id, tool, decision, by=by, reason=reason))[0]
 
     def record_tool_call(self, call_id: str, name: str, arguments: dict | None = None) -> dict:
@@ -1365,7 +1422,7 @@ class SessionEventLog:
         _check_text("call_id", call_id)
         _check_text("name", name)
         if arguments is not None and not isinstance(arguments, dict):
-            raise LiveInputError(f"arguments must be a dict or None, not {arguments!r}")
+            raise LiveInputError(f"arguments must be a dict or None, not {shown(arguments)}")
 
         def build(state: LiveState):
             fold = state.fold

@@ -29,6 +29,7 @@ from typing import Iterable
 
 from .code import (
     EVENT_TYPES,
+    INT_LIMIT,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
     TYPE_FUNCTION_CALL,
@@ -339,17 +340,28 @@ def is_understood(event: dict) -> bool:
 
 
 def _check_turn_number(turn_number) -> int:
-    if not isinstance(turn_number, int) or isinstance(turn_number, bool) or turn_number < 1:
-        raise ValueError(f"turn_number must be a whole number >= 1, not {turn_number!r}")
+    if not _whole(turn_number) or turn_number < 1:
+        raise ValueError(f"turn_number must be a whole number >= 1, not {shown(turn_number)}")
     return turn_number
 
 
 def _whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A whole number >= 0 that json can write and read back (fewer than 4,301 digits: code.INT_LIMIT)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < INT_LIMIT
+
+
+def shown(value) -> str:
+    """repr(value), or a description when Python refuses to print one of its integers (over 4,300 digits)."""
+    try:
+        return repr(value)
+    except ValueError:
+        return "a value with an integer of over 4300 digits"
 
 
 def _amount(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _whole(value)  # math.isfinite would overflow on an integer too long for a float
+    return isinstance(value, float) and math.isfinite(value) and value >= 0
 
 
 def read_token_summary(summary) -> tuple[int, int, float]:
@@ -363,9 +375,9 @@ def read_token_summary(summary) -> tuple[int, int, float]:
         if set(summary) == set(names):
             tokens_in, tokens_out, cost = (summary[name] for name in names)
             if not (_whole(tokens_in) and _whole(tokens_out)):
-                raise ValueError(f"token_summary token counts must be whole numbers >= 0: {summary!r}")
+                raise ValueError(f"token_summary token counts must be whole numbers >= 0: {shown(summary)}")
             if not _amount(cost):
-                raise ValueError(f"token_summary cost must be a finite number >= 0: {summary!r}")
+                raise ValueError(f"token_summary cost must be a finite number >= 0: {shown(summary)}")
             return tokens_in, tokens_out, cost
     raise ValueError(f"token_summary must have exactly {', '.join(TOKEN_SUMMARY_FIELDS)} "
                      f"(or the older {', '.join(KIT_TOKEN_SUMMARY_FIELDS)}), not {sorted(summary)}")
@@ -444,7 +456,7 @@ def part_start_event(part_id: str, channel: str, turn_number: int) -> dict:
 def rewind_event(to_sequence: int) -> dict:
     """The marker that undoes everything after sequence to_sequence (0: everything), without rewriting a byte."""
     if not _whole(to_sequence):
-        raise ValueError(f"to_sequence must be a whole number >= 0, not {to_sequence!r}")
+        raise ValueError(f"to_sequence must be a whole number >= 0, not {shown(to_sequence)}")
     return {"type": TYPE_REWIND, "to_sequence": to_sequence}
 
 

@@ -102,8 +102,11 @@ def without_time(line: bytes) -> dict:
 def test_the_bare_baseline_and_sqlite_write_the_lines_append_wrote_for_each_event(tmp_path):
     samples = bench.single_write_costs(tmp_path, rounds=2, per_round=4, text_bytes=80, sqlite_modes=("FULL", "NORMAL"))
     assert set(samples) == {"append", "lesson_append", "bare", "fsync", "plain_writer", "write_only",
-                            "sqlite_FULL", "sqlite_NORMAL"}
+                            "sqlite_FULL", "sqlite_NORMAL", "checked", "unchecked", "checked_work", "unchecked_work"}
     assert all(len(values) == 2 and all(value > 0 for value in values) for values in samples.values())
+    for side in ("checked", "unchecked"):  # issue 43's pair: each side's work is its time less its fsync's
+        assert all(0 < work < whole for work, whole in zip(samples[f"{side}_work"], samples[side]))
+        assert len((tmp_path / f"single-{side}.jsonl").read_bytes().splitlines()) == 4 * 3
     assert all(sync < bare for sync, bare in zip(samples["fsync"], samples["bare"]))  # the fsync is inside "bare"
     appended = (tmp_path / "single-append.jsonl").read_bytes().splitlines(keepends=True)
     assert len(appended) == 4 * 3  # the warm-up round and two measured rounds
@@ -131,9 +134,10 @@ def test_the_sides_of_figure_one_take_turns_for_every_event(tmp_path, monkeypatc
     monkeypatch.setattr(DurableTranscript, "append", lambda self, item: order.append("lab") or real_append(self, item))
     monkeypatch.setattr(bench.BareLog, "write", lambda self, line: order.append("bare") or real_write(self, line))
     bench.single_write_costs(tmp_path, rounds=1, per_round=4, text_bytes=20, sqlite_modes=())
-    measured = order[4:]  # after the warm-up's four appends
-    events = [measured[4 * index:4 * index + 4] for index in range(4)]  # the lab, bare, plain writer, write_only
-    assert all(sorted(calls) == ["bare", "bare", "bare", "lab"] for calls in events) and len(measured) == 16
+    measured = order[12:]  # after the warm-up's four appends of each of the three lab sides
+    # per event: the lab's append, issue 43's checked and unchecked appends, bare, plain writer, write_only
+    events = [measured[6 * index:6 * index + 6] for index in range(4)]
+    assert all(sorted(calls) == ["bare"] * 3 + ["lab"] * 3 for calls in events) and len(measured) == 24
     assert len({calls.index("lab") for calls in events}) > 1  # the lab is not always first, nor always last
 
 
@@ -285,6 +289,18 @@ def test_figure_one_prints_the_median_fsync_and_the_time_the_lab_adds():
     assert "median fsync 110 us" in ratio.label
     assert round(added.value, 6) == 15.0 and added.at_most and added.bound == 14 and not added.met  # 10, 15, 20
     assert round(floor.value, 6) == 5.0 and floor.bound is None and "plain writer" in floor.label  # 5, 7, 0
+
+
+def test_figure_one_prints_issue_43s_check_before_and_after_in_the_same_run():
+    measured = fake_measured({"append_batch": [1.0], "dumps_batch": [1.0], "bare": [1.0], "append": [1.0]})
+    measured["decoders"]["stdlib"]["single"].update(
+        plain_writer=[100e-6, 200e-6, 100e-6], checked=[150e-6, 260e-6, 151e-6], unchecked=[148e-6, 255e-6, 149e-6],
+        checked_work=[40e-6, 41e-6, 42e-6], unchecked_work=[39e-6, 39.5e-6, 40e-6])
+    *_, before, after, check, work = bench.figures_from(measured, bench.QUICK)[0].targets[:-1]
+    assert "before issue 43's check" in before.label and "after it" in after.label
+    assert (round(before.value, 6), round(after.value, 6)) == (49.0, 51.0)  # medians of 48, 55, 49 and 50, 60, 51
+    assert round(check.value, 6) == 2.0 and check.bound == 3 and check.at_most and check.met  # 2, 5, 2
+    assert round(work.value, 6) == 1.5 and work.bound is None  # 1, 1.5, 2
 
 
 def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeypatch, capsys):

@@ -257,6 +257,7 @@ FIFO_CHILD = textwrap.dedent("""
     from s09_jsonl_transcript.code import JSONLTranscript, TranscriptIOError
     from s09_jsonl_transcript.lab import DurableTranscript
     cls = {"lesson": JSONLTranscript, "lab": DurableTranscript}[sys.argv[1]]
+    from s09_jsonl_transcript.importers import detect_format, inspect_raw
     outcomes = {}
     for name in ("append", "read_events", "recover", "replay_state", "replay", "count_lines"):
         transcript = cls(sys.argv[2])
@@ -266,6 +267,12 @@ FIFO_CHILD = textwrap.dedent("""
             outcomes[name] = "returned"
         except TranscriptIOError as error:
             outcomes[name] = errno.errorcode[error.errno]
+    for reader in (detect_format, inspect_raw):  # the importers' readers of a raw agent file
+        try:
+            reader(sys.argv[2])
+            outcomes[reader.__name__] = "returned"
+        except TranscriptIOError as error:
+            outcomes[reader.__name__] = errno.errorcode[error.errno]
     print(json.dumps(outcomes))
 """)
 
@@ -286,6 +293,7 @@ def test_a_fifo_or_a_device_at_the_path_is_refused_at_once(cls, tmp_path, kind):
     import json
     outcomes = json.loads(child.stdout)
     assert set(outcomes.values()) <= {"EINVAL", "ENXIO"}, outcomes  # ENXIO: O_NONBLOCK, a FIFO with no reader
+    assert len(outcomes) == 8
 
 
 # --------------------------------------------------------------------------- create() after a failure
@@ -375,3 +383,24 @@ def test_a_bad_path_is_refused_before_anything_is_made(cls, tmp_path):
     longest = tmp_path / ("x" * 249 + ".jsonl")  # 255 bytes: allowed
     with cls(longest) as transcript:
         assert transcript.append(message("fits"))["sequence"] == 1
+
+
+def test_a_live_commit_on_a_full_disk_moves_nothing_and_tells_nobody(tmp_path):
+    from s09_jsonl_transcript.live import SessionEventLog
+
+    with small_tmpfs(tmp_path / "disk") as disk:
+        log = SessionEventLog.open(disk / "s.jsonl", clock=ticking_clock())
+        log.commit(message("one"))
+        subscription = log.subscribe(from_sequence=1)
+        assert [item["sequence"] for item in subscription.poll()] == [1]
+        filler = fill(disk, leave=0)
+        with pytest.raises(TranscriptIOError) as refused:
+            log.commit(message("x" * 20_000))
+        assert refused.value.errno == errno.ENOSPC
+        assert log.last_sequence == 1 and subscription.poll() == []
+        filler.unlink()
+        assert log.commit(message("two"))["sequence"] == 2  # the caller's retry, once space is back
+        assert [item["sequence"] for item in subscription.poll()] == [2]
+        subscription.release()
+        log.close()
+        assert contents(DurableTranscript, disk / "s.jsonl") == ["one", "two"]

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from chat_api import every_replay_checked
 
 from s09_jsonl_transcript.importers import (
     SAMPLES,
@@ -26,6 +27,7 @@ from s09_jsonl_transcript.importers import (
 from s09_jsonl_transcript.lab import DurableTranscript
 
 CLAUDE, CODEX, SEED, WORKBUDDY = (SAMPLES[name] for name in ("claude-code", "codex", "seed-002", "workbuddy"))
+every_replay = every_replay_checked()  # autouse: each import's replay passes the chat API's rules
 
 
 def records_of(path):

@@ -6,11 +6,13 @@ describe (Claude Code, Codex CLI's two layouts, ~/.codex/history.jsonl): no one'
 """
 
 import json
+import random
 import tracemalloc
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from chat_api import api_problems, every_replay_checked, turns_of
 
 from s09_jsonl_transcript.code import messages_of
 from s09_jsonl_transcript.importers import (
@@ -44,52 +46,7 @@ def events_of(summary):
     return DurableTranscript(summary.target).read_events()
 
 
-# --------------------------------------------------------------------------- what a chat API accepts
-
-
-def api_problems(messages: list) -> list[str]:
-    """What a chat API (Anthropic's Messages API) would refuse in messages; [] when it accepts them.
-
-    Consecutive messages of one role are one turn (the API combines them; the lesson's replay writes one
-    block a message). Then: every tool_use is answered by a tool_result in the very next turn (only the
-    last turn may leave calls open: the runtime answers them next), every tool_result answers a tool_use
-    of the turn just before, each id is used once, tool_results come before any text in their turn, and
-    no text is empty or only white space.
-    """
-    turns = []
-    for message in messages:
-        content = message["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        if turns and turns[-1][0] == message["role"]:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((message["role"], blocks))
-    problems, used_ids, answered_ids = [], set(), set()
-    for index, (role, blocks) in enumerate(turns):
-        for block in blocks:
-            if block["type"] == "text" and not str(block["text"]).strip():
-                problems.append(f"turn {index}: a text block holds only white space")
-        calls = [block["id"] for block in blocks if block["type"] == "tool_use"]
-        for call in calls:
-            if call in used_ids:
-                problems.append(f"turn {index}: tool_use id {call} used twice")
-            used_ids.add(call)
-        answers = [block["tool_use_id"] for block in blocks if block["type"] == "tool_result"]
-        asked = [block["id"] for block in turns[index - 1][1] if block["type"] == "tool_use"] if index else []
-        for answer in answers:
-            if answer in answered_ids:
-                problems.append(f"turn {index}: tool_use {answer} answered twice")
-            elif answer not in asked:
-                problems.append(f"turn {index}: tool_result {answer} answers no tool_use of the turn before")
-            answered_ids.add(answer)
-        kinds = [block["type"] for block in blocks]
-        if "tool_result" in kinds and "text" in kinds[:kinds.index("tool_result")]:
-            problems.append(f"turn {index}: text before a tool_result")
-        if calls and index + 1 < len(turns):
-            following = {block.get("tool_use_id") for block in turns[index + 1][1] if block["type"] == "tool_result"}
-            problems.extend(f"turn {index}: tool_use {call} not answered in the next turn"
-                            for call in calls if call not in following)
-    return problems
+every_replay = every_replay_checked()  # autouse: each import's replay passes the chat API's rules
 
 
 def use(call):
@@ -163,6 +120,126 @@ def test_parallel_tool_calls_replay_in_the_trees_order(tmp_path):
     uuids = [event["source"]["uuid"] for event in events_of(summary)]
     assert uuids == [u(n) for n in range(1, 9)]
     assert summary.lines["mapped"] == 8 and summary.tool_calls_paired == 3
+
+
+def progress(uuid, parent, call):
+    """A progress record (a hook or a tool reporting progress): Claude Code chains it like any record."""
+    return {"parentUuid": parent, "isSidechain": False, "sessionId": SESSION_A, "type": "progress", "uuid": uuid,
+            "data": {"type": "hook_progress", "hookEvent": "PreToolUse"}, "toolUseID": call,
+            "timestamp": "2026-01-05T09:00:00.000Z"}
+
+
+def chained(records):
+    """records with each parentUuid set to the record written before it: the chain follows the file."""
+    for before, record in zip([None, *records], records):
+        record["parentUuid"] = before["uuid"] if before else None
+    return records
+
+
+def groups_kept(messages, calls_of_message: dict) -> bool:
+    """True when each API message's calls share one assistant turn and the next turn holds their results."""
+    turns = turns_of(messages)
+    for calls in calls_of_message.values():
+        where = [index for index, (_, blocks) in enumerate(turns)
+                 if any(block.get("id") in calls for block in blocks if block["type"] == "tool_use")]
+        if len(where) != 1:
+            return False
+        answers = {block.get("tool_use_id") for block in turns[where[0] + 1][1] if block["type"] == "tool_result"}
+        if not calls <= answers:
+            return False
+    return True
+
+
+def test_parallel_calls_keep_the_api_messages_grouping_when_progress_records_interleave_the_chain(tmp_path):
+    """Issue 43: B finished first and its result was written before C's call; progress records sit between.
+    The chain follows the file, so the tree's order alone split the calls from their results."""
+    records = chained([
+        claude(u(1), None, "user", "Read a.py, b.py and c.py."),
+        claude(u(2), None, "assistant", tool_use("A"), message_id="msg_1"),
+        progress(u(3), None, "A"),
+        claude(u(4), None, "assistant", tool_use("B"), message_id="msg_1"),
+        progress(u(5), None, "B"),
+        claude(u(6), None, "user", tool_result("B")),
+        claude(u(7), None, "assistant", tool_use("C"), message_id="msg_1"),
+        claude(u(8), None, "user", tool_result("A")),
+        progress(u(9), None, "C"),
+        claude(u(10), None, "user", tool_result("C")),
+        claude(u(11), None, "assistant", [{"type": "text", "text": "All three read."}], message_id="msg_2"),
+    ])
+    source = write_jsonl(tmp_path / "interleaved.jsonl", records)
+    conversation = [{"role": r["type"], "content": r["message"]["content"]} for r in records if "message" in r]
+    assert api_problems(conversation), "the file's own order must be one a chat API refuses"
+    summary = import_session(source, tmp_path / "root")
+    messages = replay_imported(summary.target)
+    assert api_problems(messages) == [] and groups_kept(messages, {"msg_1": {"A", "B", "C"}})
+    assert summary.tool_calls_paired == 3 and summary.kept_as_evidence == Counter({"progress": 3})
+
+
+def random_parallel_session(rng, messages: int = 3) -> tuple[list, dict]:
+    """A session whose API messages each make 2-3 parallel calls; results finish in any order, some before
+    the message's next call is written, progress records between; the chain follows the file."""
+    records, calls_of_message, number = [claude(u(1), None, "user", "Go.")], {}, 1
+
+    def next_uuid():
+        nonlocal number
+        number += 1
+        return u(number)
+
+    for index in range(messages):
+        calls = [f"T{index}{n}" for n in range(rng.randint(2, 3))]
+        calls_of_message[f"msg_{index}"] = set(calls)
+        running = []
+        for call in calls:
+            records.append(claude(next_uuid(), None, "assistant", tool_use(call), message_id=f"msg_{index}"))
+            if rng.random() < 0.5:
+                records.append(progress(next_uuid(), None, call))
+            running.append(call)
+            while running and rng.random() < 0.4:  # a call finishes before the next one is written
+                records.append(claude(next_uuid(), None, "user", tool_result(running.pop(rng.randrange(len(running))))))
+        rng.shuffle(running)
+        for call in running:
+            records.append(claude(next_uuid(), None, "user", tool_result(call)))
+        records.append(claude(next_uuid(), None, "assistant", [{"type": "text", "text": f"step {index} done"}],
+                              message_id=f"msg_text_{index}"))
+        records.append(claude(next_uuid(), None, "user", f"now step {index + 1}"))
+    return chained(records), calls_of_message
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_parallel_calls_in_any_finishing_order_replay_grouped_as_the_api_sent_them(tmp_path, seed):
+    records, calls_of_message = random_parallel_session(random.Random(seed))
+    summary = import_session(write_jsonl(tmp_path / "s.jsonl", records), tmp_path / "root")
+    messages = replay_imported(summary.target)
+    assert api_problems(messages) == [] and groups_kept(messages, calls_of_message)
+    assert summary.tool_calls_unpaired == 0 and summary.results_without_call == 0
+
+
+def test_a_slash_commands_arguments_are_the_users_prompt(tmp_path):
+    echo = ("<command-message>review is running\u2026</command-message>\n<command-name>/review</command-name>\n"
+            "<command-args>check the auth module for unchecked tokens</command-args>")
+    source = write_jsonl(tmp_path / "command.jsonl", chained([
+        claude(u(1), None, "user", echo),
+        claude(u(2), None, "user", [{"type": "text", "text": "# Review\nReview the code the user names: check the "
+                                                              "auth module for unchecked tokens"}], isMeta=True),
+        claude(u(3), None, "assistant", tool_use("A"), message_id="msg_1"),
+        claude(u(4), None, "user", tool_result("A")),
+        claude(u(5), None, "assistant", [{"type": "text", "text": "Two tokens go unchecked."}], message_id="msg_2"),
+        claude(u(6), None, "user", "<command-name>/clear</command-name>\n<command-message>clear</command-message>\n"
+                                   "<command-args></command-args>"),
+    ]))
+    summary = import_session(source, tmp_path / "root")
+    prompts = [e for e in events_of(summary) if e["type"] == "message" and e["role"] == "user"]
+    assert [e["content"] for e in prompts] == ["check the auth module for unchecked tokens"]
+    assert prompts[0]["source"]["command"] == "/review"
+    assert summary.kept_as_evidence["user meta"] == 2  # the expanded prompt (isMeta) and /clear, with no arguments
+    messages = replay_imported(summary.target)
+    assert messages[0] == {"role": "user", "content": "check the auth module for unchecked tokens"}
+    assert api_problems(messages) == []
+
+
+def test_every_import_in_these_tests_has_its_replay_checked(tmp_path, every_replay):
+    summary = import_session(SAMPLES["claude-code"], tmp_path)
+    assert every_replay == [Path(summary.target)]  # the autouse check will replay it after the test
 
 
 def test_a_resumed_session_repeating_results_under_new_uuids_answers_each_call_once(tmp_path):

@@ -21,8 +21,9 @@ are its conversation.
 
 What a chat API must accept when the import is replayed:
 - Meta lines are not prompts: a user record with isMeta true, a slash command's echo (<command-name>,
-  <command-message>, <command-args>, <local-command-stdout> and friends) and "[Request interrupted by
-  user...]" are kept as evidence (`user meta`).
+  <command-message>, <local-command-stdout> and friends) and "[Request interrupted by user...]" are kept
+  as evidence (`user meta`). A slash command given arguments is the user's request, though: its
+  <command-args> text becomes the user's message (the command is kept in the event's source).
 - A text block (or string content) holding only white space is kept as evidence (`<role> blank text`).
 - A tool_use id, or a tool_result's tool_use_id, imported before is merged (a resumed session repeats
   earlier results under new uuids): each call is answered once.
@@ -30,6 +31,9 @@ What a chat API must accept when the import is replayed:
   in the file; the parentUuid tree holds the real order. A conversation record whose parent has not been
   imported yet is held back until its parent is (at most HOLD_LINES lines, then in file order): the
   events follow the tree, not the file.
+- The API's grouping is kept: the parallel calls of one API message (message.id) are written together,
+  and the results that answer them wait until the message's last call is out, then follow, before any
+  other conversation event. Evidence (progress records and the like) interleaving them does not count.
 
 Two sessions: a conversation record that starts a new tree (parentUuid null) with another sessionId, after
 the first session's records, means two files were concatenated: the import is refused (SecondSession).
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import OrderedDict
 from pathlib import Path
 
@@ -58,6 +63,8 @@ RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "progress", 
 TREE_FIELDS = ("uuid", "parentUuid", "sessionId")
 RECENT_MESSAGES = 256  # API messages whose blocks are remembered, to merge a repeated block (memory stays flat)
 HOLD_LINES = 64  # how long a record waits for a parent that has not come yet, in source lines
+COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 META_PREFIXES = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
                  "<local-command-stderr>", "<local-command-caveat>", "[Request interrupted by user")
 
@@ -99,6 +106,9 @@ class Mapper:
         self._held = []  # [uuid key, parent key, events, lines waited]: records waiting for their parent
         self._first_session = None  # the sessionId of the first conversation record
         self._conversation_seen = False
+        self._group = None  # the API message (message.id) whose parallel calls were written last
+        self._group_calls = set()  # their call ids
+        self._group_results = []  # results of those calls that wait for the message's last call
 
     def convert(self, record: dict, provenance: dict, raw: bytes = b"") -> tuple[str, list[dict]]:
         """(outcome, events) for one record; provenance is the line's, and is extended with the record's own.
@@ -107,13 +117,14 @@ class Mapper:
         and those of held records whose parent has now come.
         """
         outcome, events = self._outcome(record, provenance)
-        return outcome, self._in_tree_order(record, outcome, events)
+        return outcome, self._grouped(self._in_tree_order(record, outcome, events))
 
     def finish(self) -> list[dict]:
-        """The events still held at the end of the source (their parent never came), in file order."""
+        """The events still held at the end of the source (their parent never came, or the results of the
+        last parallel calls), in file order."""
         released = [event for held in self._held for event in held[2]]
         self._held = []
-        return released
+        return self._grouped(released) + self._end_group()
 
     def _outcome(self, record: dict, provenance: dict) -> tuple[str, list[dict]]:
         if seen_before(record, self._seen_uuids):
@@ -125,6 +136,11 @@ class Mapper:
         if record.get("isSidechain") is True and not self.subagent_file:
             self.sidechain_records += 1
             return EVIDENCE, [{**evidence(record, f"sidechain {kind}"), "source": provenance}]
+        arguments = command_arguments(_message_content(record)) if kind == "user" else None
+        if arguments is not None:  # a slash command's arguments: the user's own request
+            command = COMMAND_NAME.search(_text(_message_content(record)))
+            source = {**provenance, "command": command.group(1).strip()} if command else provenance
+            return MAPPED, [{"type": TYPE_MESSAGE, "role": "user", "content": arguments, "source": source}]
         if kind == "user" and (record.get("isMeta") is True or is_meta_text(_message_content(record))):
             return EVIDENCE, [{**evidence(record, "user meta"), "source": provenance}]
         if kind in ("user", "assistant"):
@@ -162,6 +178,34 @@ class Mapper:
         for held in self._held:
             held[3] += 1
         return ready + self._released()
+
+    def _grouped(self, events: list) -> list:
+        """events as the API grouped them: the results of one API message's parallel calls wait until that
+        message's last call is out, then follow it before any other conversation event."""
+        out = []
+        for event in events:
+            kind, message_id = event["type"], event["source"].get("message_id")
+            if kind == TYPE_FUNCTION_CALL:
+                if message_id is None or message_id != self._group:
+                    out += self._end_group()
+                    self._group = message_id
+                self._group_calls.add(event["callId"])
+                out.append(event)
+            elif kind == TYPE_FUNCTION_CALL_RESULT and event["callId"] in self._group_calls:
+                self._group_results.append(event)
+            elif kind in (TYPE_MESSAGE, TYPE_REASONING, TYPE_FUNCTION_CALL_RESULT) and not (
+                    message_id is not None and message_id == self._group):
+                out += self._end_group()
+                out.append(event)
+            else:  # evidence, titles, snapshots, and text of the grouped message itself: no conversation turn
+                out.append(event)
+        return out
+
+    def _end_group(self) -> list:
+        """The results held for the last API message's calls; the group ends."""
+        results = self._group_results
+        self._group, self._group_calls, self._group_results = None, set(), []
+        return results
 
     def _is_held(self, key: int) -> bool:
         return any(held[0] == key for held in self._held)
@@ -237,6 +281,25 @@ class Mapper:
 def _message_content(record: dict):
     message = record.get("message")
     return message.get("content") if isinstance(message, dict) else None
+
+
+def _text(content) -> str:
+    """The text of a user content: the string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(block["text"] for block in content
+                         if isinstance(block, dict) and isinstance(block.get("text"), str))
+    return ""
+
+
+def command_arguments(content) -> str | None:
+    """The arguments of a slash command's echo (<command-args>), when it has any that are not blank."""
+    text = _text(content)
+    if "<command-name>" not in text:
+        return None
+    found = COMMAND_ARGS.search(text)
+    return found.group(1).strip() if found and found.group(1).strip() else None
 
 
 def is_meta_text(content) -> bool:
