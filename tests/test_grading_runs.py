@@ -347,8 +347,9 @@ NOT_CALLED = re.compile(r"^not run · 未运行: not called: "
     ("kernel_crash", NOT_CALLED),
     # Hiding tracebacks replaces the shell's showtraceback: the guard in the student's kernel names it.
     ("hidden_tracebacks", "tampering detected"),
-    ("kills_pytest", NOT_CALLED),
-    ("zh/kills_pytest", NOT_CALLED),
+    # Its parent in the student's sandbox is not pytest, which it cannot see: the cell goes on and defines nothing.
+    ("kills_pytest", "failed · 未通过: NameError: name 'last_turn_length' is not defined"),
+    ("zh/kills_pytest", "failed · 未通过: NameError: name 'last_turn_length' is not defined"),
 ])
 def test_a_sabotaged_run_explains_what_happened(tamper_reports, tamper, feedback):
     said = tamper_reports[tamper]["checks"][0]["feedback"]

@@ -243,6 +243,25 @@ def test_what_a_checks_iterator_raises_is_raised_in_the_answer(served):
         next(events)
 
 
+def test_a_socket_deeper_than_a_socket_path_holds_is_reached_through_its_folder(tmp_path):
+    folder = tmp_path / ("a-long-folder-name-" * 6) / "channel"
+    folder.mkdir(parents=True)
+    path = str(folder / "calls.sock")
+    assert len(path) > 108
+    listener, client = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
+    for each, act in ((listener, listener.bind), (client, client.connect)):
+        if each is client:
+            listener.listen(1)
+        address, descriptor = wire.socket_address(path)
+        act(address)
+        os.close(descriptor)
+    accepted, _ = listener.accept()
+    client.sendall(b"x")
+    assert accepted.recv(1) == b"x" and Path(path).is_socket()
+    for each in (accepted, client, listener):
+        each.close()
+
+
 def test_a_clock_ticks_across_as_datetimes(served):
     _, (clock,) = served(code.ticking_clock())
     first, second = clock(), clock()

@@ -453,7 +453,12 @@ class _Link:
         except FileNotFoundError:
             pass
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(path)
+        address, folder = wire.socket_address(path)
+        try:
+            self.listener.bind(address)
+        finally:
+            if folder is not None:
+                os.close(folder)
         os.chmod(path, 0o666)
         self.listener.listen(4)
         self.listener.setblocking(False)

@@ -106,7 +106,12 @@ def _socket():
     path = _current["socket"]
     if _connection["path"] != path or _connection["socket"] is None:
         made = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        made.connect(path)
+        address, folder = wire.socket_address(path)
+        try:
+            made.connect(address)
+        finally:
+            if folder is not None:
+                os.close(folder)
         _connection.update(path=path, socket=made)
     return _connection["socket"]
 
