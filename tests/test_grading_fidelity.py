@@ -112,6 +112,18 @@ def tail_records(file, count, block_size=4096):
 """
 
 
+PRINTS_AND_MISCOUNTS = """
+def last_turn_length(events_newest_first):
+    length = 0
+    for event in events_newest_first:
+        print("seen", event["type"], event.get("role"))
+        if event["type"] == TYPE_MESSAGE and event.get("role") == "user":
+            break
+        length += 1
+    return length
+"""
+
+
 @pytest.fixture(scope="module")
 def timed_out(tmp_path_factory):
     folder = tmp_path_factory.mktemp("timed-out")
@@ -119,6 +131,8 @@ def timed_out(tmp_path_factory):
     answers["ex04-tail"] += "\n\n" + SLOW_ON_SMALL_BLOCKS
     for language in LANGUAGES:
         write_notebook(folder / language / "ex04_slow_on_small_blocks.ipynb", with_answers("ex04", answers, language))
+    write_notebook(folder / "printing" / "ex01_prints_and_miscounts.ipynb",
+                   with_answers("ex01", {**reference_answers("ex01"), "ex01-turn-length": PRINTS_AND_MISCOUNTS}))
     reports = grade_many(find_submissions([folder]), SOURCES, jobs=2, options=GradingOptions(cell_timeout=3))
     return {report["submission"].split("/")[0]: report for report in reports}
 
@@ -133,3 +147,13 @@ def test_a_hidden_check_that_runs_too_long_says_it_timed_out(timed_out, language
                                              "grader shows no details · 隐藏检查：评分程序不显示细节)")
     for name in ("ex04.6", "ex04.7", "ex04.8"):
         assert feedback_of(report, name).startswith("not run · 未运行: not called: an earlier call ran longer than 3 s")
+
+
+def test_a_visible_check_that_failed_shows_the_end_of_what_the_answers_printed(timed_out):
+    report = timed_out["printing"]
+    ex01_1 = next(check for check in report["checks"] if check["name"] == "ex01.1")
+    assert ex01_1["score"] == 0 and ex01_1["feedback"].startswith("failed · 未通过: AssertionError")
+    printed = ex01_1["printed"]
+    assert printed.startswith("your answers printed 96 characters during this check; the last ones:"), printed
+    assert printed.endswith("seen message user\n")  # the fourth event it took, where it stopped
+    assert all("printed" not in check for check in report["checks"] if check["visibility"] == "hidden")

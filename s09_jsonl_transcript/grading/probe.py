@@ -69,7 +69,8 @@ GUARD_KEY_FILE = "s09_guard.json"  # in the kernel's IPython profile folder; the
 VERDICT = "s09_verdict"
 CONNECTION_VARIABLE = "S09_STUDENT_CONNECTION"  # set (channel.py's name) when the answers run in a kernel of their own
 # The channel's verdicts on a call, by the name of what it raises in the check cell (an answer's own exception of
-# one of these names crosses renamed), and the label each lost point gets. Their messages are the grader's words.
+# one of these names crosses renamed), and the label each lost point gets. Their messages are the grader's words,
+# but for AnswerFailed's, which may quote what the answer raised (a hidden check shows none of it).
 CHANNEL_LABELS = {"AnswerTimedOut": TIMED_OUT, "AnswerRefused": REFUSED, "AnswerNotCalled": NOT_RUN,
                   "AnswerFailed": FAILED}
 
@@ -489,7 +490,7 @@ def _describe_failure(item, error, status, hidden: bool) -> str:
     errors = [out for out in outputs if out.get("output_type") == "error"]
     if errors:
         name, value = errors[-1].get("ename"), _ANSI.sub("", str(errors[-1].get("evalue") or ""))
-        if name in CHANNEL_LABELS:  # the grader's words about the call, never the kernel's
+        if name in CHANNEL_LABELS and not (hidden and name == "AnswerFailed"):  # the grader's words about the call
             return _limited(labelled(CHANNEL_LABELS[name], value + (f" ({HIDDEN_DETAIL})" if hidden else "")))
         if name == "MemoryError":
             limit = resource.getrlimit(resource.RLIMIT_AS)[0]
