@@ -307,7 +307,7 @@ HONEST = GRADING_DATA / "honest"  # alternatives to the reference that pass ever
 
 # --------------------------------------------------------------------------- a notebook run in plain Python
 
-PLAIN_CELL_SECONDS = 5  # a wrong answer that loops forever fails its check after this long
+PLAIN_CELL_SECONDS = 3  # a wrong answer that loops forever fails its check after this long
 
 
 def plain_run(exercise: str, answers: dict, seed: int) -> set:

@@ -7,8 +7,10 @@ probe plugin on a pipe; pytest's own output goes to another pipe, of which only 
 
 With a sandbox (see sandbox.py) the whole run, pytest, the kernel and anything they start, happens
 inside bubblewrap: the folder is a private tmpfs, and when the run ends its PID namespace ends with
-it. Without one the run is a process tree in a temporary folder, killed with psutil at the end.
-Whatever happens, nothing of the run is left when this returns.
+it; the channel's folder, which the student's sandbox shares, is a tmpfs of its own, unmounted at
+the end. Without one the run is a process tree in a temporary folder, killed with psutil at the end.
+Whatever happens, nothing of the run is left when this returns: what remains on disk is removed
+without recursion (exchange.remove_tree), whatever tree the student made.
 """
 
 from __future__ import annotations

@@ -11,12 +11,15 @@ What the sandbox holds, and nothing else:
   outlive the sandbox, see the grader's processes, or reach the network;
 - limits (prlimit): address space per process, tasks (threads and processes) of the sandbox's
   user, file size, CPU seconds, open files, no core dumps;
-- a memory limit on everything the grading holds, all its processes together, memfds, /tmp and
-  /dev/shm included: a cgroup v1 memory group made for each grading, where this process may make one
-  (root, with the memory controller mounted at /sys/fs/cgroup/memory). Elsewhere only the limits
-  above hold, and the sandbox's note says so: memory that is never mapped (a memfd, a tmpfs file)
-  is then not counted per process, so the total is bounded only by /tmp's and /dev/shm's sizes and
-  whatever memfds hold.
+- a memory limit on everything each side of a grading holds (the student's kernel and what it
+  starts; pytest, nbval and the checks' kernel), all its processes together, memfds, /tmp and
+  /dev/shm included: a cgroup v1 memory group made for each side, and a cgroup v1 cpu group for the
+  grading that weighs it the same as every other grading, where this process may make them (root,
+  with the controllers mounted at /sys/fs/cgroup). Elsewhere only the limits above hold, and the
+  sandbox's note says so: memory that is never mapped (a memfd, a tmpfs file) is then not counted
+  per process, so the total is bounded only by /tmp's and /dev/shm's sizes and whatever memfds hold;
+- the channel's folder, which both sandboxes of a grading share, a size-limited tmpfs of its own
+  where this process may mount one (root).
 
 When the grader runs as root, bwrap sets up the mounts as root and `setpriv` then drops to a
 dedicated user id with no capabilities (the process limit is not enforced for root). Run as an
