@@ -218,7 +218,7 @@ class StudentKernel:
             # Before the student's kernel runs any code of the student's: the socket and the exchange
             # folder are this side's from the start.
             self._link = _Link(str(Path(connection).parent / SOCKET_NAME))
-            self._exchange = os.open(os.environ[EXCHANGE_VARIABLE], exchange._FOLDER)
+            self._exchange = exchange.open_root(os.environ[EXCHANGE_VARIABLE])
             self._wait_until_ready()
         return self._client
 

@@ -36,6 +36,11 @@ def _kind(parent: int, name: str):
         return None
 
 
+def open_root(path) -> int:
+    """A descriptor of the folder at path, itself not a link: what every copy starts from."""
+    return os.open(path, _FOLDER)
+
+
 def set_aside(parent: int, name: str) -> None:
     """Move the entry out of the way within its folder (renamed, never followed, never walked)."""
     try:

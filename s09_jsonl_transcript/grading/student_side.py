@@ -193,7 +193,7 @@ class RemoteFile(io.RawIOBase):
             header, _ = _ask("state", file=self._number)
             self._size, self._position = header.get("size"), header.get("position")
 
-    def _read(self, op: str, size) -> bytes:
+    def _served(self, op: str, size) -> bytes:
         self._state()
         header, data = _ask(op, file=self._number, size=wire.encode(size), at=self._position)
         self._position = header.get("position")
@@ -201,19 +201,19 @@ class RemoteFile(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         """Read up to size bytes (all that is left when size is negative or None)."""
-        return self._read("read", size)
+        return self._served("read", size)
 
     def readall(self) -> bytes:
-        return self._read("read", -1)
+        return self._served("read", -1)
 
     def readinto(self, buffer) -> int:
-        data = self._read("read", len(buffer))
+        data = self._served("read", len(buffer))
         buffer[: len(data)] = data
         return len(data)
 
     def readline(self, size: int = -1) -> bytes:
         """Read one line, newline included."""
-        return self._read("readline", size)
+        return self._served("readline", size)
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         """Move to a position; seeking reads nothing, and asks nothing when a real file would simply do it."""
