@@ -4,7 +4,7 @@ A report is a plain dict, written as JSON:
 
     {"submission": "alice/ex01_last_turn_replay.ipynb", "exercise": "ex01",
      "status": "graded" | "rejected" | "error", "reason": null, or why it was not graded, or
-     why a graded notebook scored what it did (tampering detected, output limit, out of memory),
+     why a graded notebook scored what it did (tampering detected, too much output, out of memory),
      in English and Chinese (see words.py),
      "score": 7, "max_score": 14, "source": "instructor" | "selfcheck", "seconds": 4.2,
      "sandbox": "sandboxed with bubblewrap: ..." | "unsandboxed: ...",

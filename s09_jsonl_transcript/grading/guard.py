@@ -16,9 +16,9 @@ checks that are fooled without touching the machinery (for example by an answer 
 check's own frame). README section "What the grader does and does not stop" keeps the list.
 
 It also caps what the notebook prints (the output limit), inside the kernel where the printing
-happens: past the limit, output is cut, not sent, and never an error (nobody reads a grading's
-student kernel; a self-check's one kernel is read, and the cut keeps that small). It counts every
-character and keeps the last few thousand for the grader's report.
+happens: past the limit, output is cut, not sent, and never an error (nobody reads the student's
+kernel's output). It counts every character and keeps the last few thousand, which the channel
+reports to the grader after each call.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ itself non-dumpable so that a kernel running as the same user cannot open it thr
   whole cell timeout;
 - fails a cell whose execution the kernel reported as an error even if no error was displayed
   (student code can silence the traceback display);
-- counts what the notebook prints and stops it past the output limit (`--s09-output-limit`);
+- counts what the notebook prints and stops it past twice the output limit (`--s09-output-limit`):
+  the trusted kernel prints only what the checks print, and a check may quote a value it got;
+- after a visible check fails, asks the trusted kernel what the answers printed while it ran;
 - with `--s09-guard`, asks the grader's guard (guard.py, loaded into the kernel before any answer
   code) for a signed verdict after each check cell, and fails the check, reporting tampering, when
   the verdict is missing, forged, about another cell, or names an interference;
