@@ -71,7 +71,10 @@ def honest_reports(tmp_path_factory):
             write_notebook(folder / language / f"{name}.ipynb", honest_notebook(name, language))
     for name in SAVED_OTHERWISE:
         write_notebook(folder / "en" / f"{name}.ipynb", honest_notebook(name, "en"))
-    reports = grade_many(find_submissions([folder]), SOURCES, jobs=2, options=GradingOptions(seed=20261204))
+    # A call may take 60 s here, not 20: these answers are judged on what they return, and the one-byte reader's
+    # ~98,000 round trips take 11 s on an idle machine (docs/grading.md); a loaded CI must not make it a timeout.
+    options = GradingOptions(seed=20261204, cell_timeout=60)
+    reports = grade_many(find_submissions([folder]), SOURCES, jobs=2, options=options)
     return {report["submission"][:-len(".ipynb")]: report for report in reports}
 
 
