@@ -621,3 +621,31 @@ def test_the_calls_limit_stops_a_slow_answer_before_nbval_would():
     settings = runner.RunSettings(cell_timeout=3, total_timeout=120)
     command = runner._pytest_command("/root", 9, settings)
     assert "--nbval-cell-timeout=120" in command  # the call's own limit, 3 s, is shown in test_grading_runs
+
+
+NUMBER_WORDS = {"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "十": 10, "十一": 11,
+                "十二": 12, "十三": 13, "十四": 14}
+
+
+def test_the_counts_of_hidden_checks_the_docs_state_are_the_sources():
+    """docs/grading.md says how many hidden checks draw from the seed and how many have fixed inputs, in both
+    languages: a check added or changed must not leave those numbers stale."""
+    hidden = [check for source in SOURCES.values() for check in source.checks if check.hidden]
+    drawing = [check for check in hidden if _draws(check)]
+    english = (ROOT / "docs" / "grading.md").read_text(encoding="utf-8")
+    chinese = (ROOT / "docs" / "zh" / "grading.md").read_text(encoding="utf-8")
+    said = re.search(r"of the (\w+) hidden checks that draw from the seed", english)
+    fixed = re.search(r"The other (\w+) hidden checks test one edge", english)
+    assert (NUMBER_WORDS[said.group(1)], NUMBER_WORDS[fixed.group(1)]) == (len(drawing), len(hidden) - len(drawing))
+    said = re.search(r"从种子取值的(\S+?)个隐藏检查里", chinese)
+    fixed = re.search(r"其他(\S+?)个隐藏检查", chinese)
+    assert (NUMBER_WORDS[said.group(1)], NUMBER_WORDS[fixed.group(1)]) == (len(drawing), len(hidden) - len(drawing))
+    listed = set(re.findall(r"ex\d\d\.\d+", re.search(r"The hidden checks (.*?) draw from the seed", english,
+                                                      re.S).group(1)))
+    assert listed == {check.name for check in drawing}
+
+
+def _draws(check) -> bool:
+    """True when the check's cell draws inputs from the seed."""
+    code_cells = [cell for cell in SOURCES[check.name[:4]].notebook.cells if cell.cell_type == "code"]
+    return "check_random(" in code_cells[check.cell_index].source
