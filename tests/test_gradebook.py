@@ -18,6 +18,7 @@ from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.grading.assemble import exercise_of
 from s09_jsonl_transcript.grading.cli import main
 from s09_jsonl_transcript.grading.gradebook import (
+    GRADER_ERROR,
     MISSING,
     NOT_ATTEMPTED,
     gradebook_rows,
@@ -91,6 +92,16 @@ def test_the_gradebook_marks_missing_and_not_attempted_and_totals_the_rest():
     assert table["bob"]["total"] == 5 and table["bob"]["possible"] == possible
     assert all(table["carol"][exercise] == MISSING for exercise in exercises) and table["carol"]["total"] == 0
     assert "not on the roster" in table["zoe"]["note"] and "zoe/notes.ipynb" in table["zoe"]["note"]
+
+
+def test_a_grader_error_is_marked_apart_from_a_zero_and_counts_in_no_total():
+    failed = {**report("alice/ex02_corruption_boundary.ipynb", "ex02", 0), "status": "error"}
+    rows = gradebook_rows([report("alice/ex01_last_turn_replay.ipynb", "ex01", 14), failed,
+                           report("bob/ex02_corruption_boundary.ipynb", "ex02", 0)], SOURCES)
+    table = {row[0]: dict(zip(rows[0], row)) for row in rows[1:]}
+    assert table["alice"]["ex02"] == GRADER_ERROR != 0 and table["alice"]["total"] == 14
+    assert "the grader failed on ex02: not graded, regrade" in table["alice"]["note"]
+    assert table["bob"]["ex02"] == 0 and table["bob"]["note"] == ""
 
 
 def test_of_two_submissions_of_one_exercise_the_last_modified_counts():

@@ -7,17 +7,17 @@ the guard on and off; each scores exactly what its answers deserve:
 - a self-filling return value: a list that claims to equal anything and copies expected values
   from the caller's frames;
 - reads that escape counting: mmap on the file's descriptor, or on any transcript on disk, and an
-  orphaned grandchild that splices a transcript into a memfd for the answer to map;
-- an honest reader that reads less than the reference (256-byte steps), and an honest answer with
-  another algorithm and a namedtuple where a tuple is asked for: full marks;
-- the reference answers with CRLF line endings, in a notebook of nbformat 4.4 without cell ids,
-  and in the Chinese release: full marks.
+  orphaned grandchild that splices a transcript into a memfd for the answer to map.
+
+The honest variants that were graded here (256-byte steps, a namedtuple, CRLF endings, nbformat 4.4
+without cell ids, the Chinese release) score full marks in tests/test_grading_fidelity.py, with the
+rest of the honest alternatives.
 """
 
 import os
 
 import pytest
-from test_grading_support import GRADING_DATA, SOURCES, answer_cells, reference_answers, with_answers, write_notebook
+from test_grading_support import GRADING_DATA, SOURCES, answer_cells, with_answers, write_notebook
 
 from s09_jsonl_transcript.grading.grader import GradingOptions, find_submissions, grade_many
 
@@ -31,39 +31,15 @@ DESERVED = {
     "ex04_self_filling": {"ex04.7"},  # it refuses a negative count, and reads nothing
     "ex04_mmap_reader": {"ex04.7"},  # the file has no descriptor and no transcript is on its disk
     "ex04_grandchild_splice": {"ex04.7"},  # an orphaned grandchild finds no transcript to splice
-    "ex04_small_steps": {check.name for check in SOURCES["ex04"].checks},
-    "ex02_namedtuple": {check.name for check in SOURCES["ex02"].checks},
-    "ex05_crlf": {check.name for check in SOURCES["ex05"].checks},
-    "ex03_nbformat_4_4": {check.name for check in SOURCES["ex03"].checks},
-    "ex04_chinese": {check.name for check in SOURCES["ex04"].checks},
 }
-
-
-def honest_variant(name: str) -> dict:
-    """The reference answers saved another honest way: CRLF endings, nbformat 4.4 without ids, Chinese."""
-    exercise = name[:4]
-    if name.endswith("_crlf"):
-        answers = {answer: code.replace("\n", "\r\n") for answer, code in reference_answers(exercise).items()}
-        return with_answers(exercise, answers)
-    if name.endswith("_chinese"):
-        return with_answers(exercise, reference_answers(exercise), language="zh")
-    notebook = with_answers(exercise, reference_answers(exercise))
-    notebook["nbformat_minor"] = 4
-    for cell in notebook["cells"]:
-        cell.pop("id", None)
-    return notebook
 
 
 @pytest.fixture(scope="module")
 def submissions(tmp_path_factory):
     folder = tmp_path_factory.mktemp("boundary")
     for name in DESERVED:
-        attack = BOUNDARY / f"{name}.py"
-        if attack.exists():
-            notebook = with_answers(name[:4], answer_cells(attack.read_text(encoding="utf-8")))
-        else:
-            notebook = honest_variant(name)
-        write_notebook(folder / f"{name}.ipynb", notebook)
+        answers = answer_cells((BOUNDARY / f"{name}.py").read_text(encoding="utf-8"))
+        write_notebook(folder / f"{name}.ipynb", with_answers(name[:4], answers))
     return find_submissions([folder])
 
 

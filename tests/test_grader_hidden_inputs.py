@@ -1,5 +1,6 @@
 """Hidden inputs do not repeat (issue 25): over 100 seeds, every hidden check that draws from the seed
-draws 100 different inputs, and the checks that draw are the ones docs/grading.md names.
+draws 100 different inputs, and the checks that draw are the ones docs/grading.md names. A check draws
+by its stable id (issue 42): adding a check before it, which renumbers its name, changes none of its draws.
 
 A check's input is what its code builds from the values it draws (the rest of the cell is fixed
 code), so the test records every draw each check makes and counts the distinct records. The
@@ -45,22 +46,21 @@ class RecordingRandom(random.Random):
         return value
 
 
-def draws_of(exercise: str, seed: int, monkeypatch) -> dict:
-    """Check name -> the tuple of values it drew, for one run of the notebook under seed."""
+def draws_of(exercise: str, seed: int, monkeypatch, notebook=None) -> dict:
+    """Check id -> the tuple of values it drew, for one run of the notebook (the source's, or the one given)."""
     drawn = {}
 
-    def recording(check_name):
-        return RecordingRandom(f"{seed}/{check_name}", drawn.setdefault(check_name, []))
+    def recording(check_id):
+        return RecordingRandom(f"{seed}/{check_id}", drawn.setdefault(check_id, []))
 
     monkeypatch.setenv(SEED_VARIABLE, str(seed))
     monkeypatch.setattr(checks, "check_random", recording)
     monkeypatch.setattr(os, "fsync", lambda descriptor: None)
-    source = SOURCES[exercise]
-    answers = {answer.cell_index for answer in source.answers}
+    notebook = notebook or SOURCES[exercise].notebook
     namespace = {}
     with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder):
-        for position, cell in enumerate(source.notebook.cells):
-            if cell.cell_type != "code" or position in answers:
+        for position, cell in enumerate(notebook.cells):
+            if cell.cell_type != "code" or cell.metadata.get("s09", {}).get("role") == "answer":
                 continue
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
@@ -72,7 +72,7 @@ def draws_of(exercise: str, seed: int, monkeypatch) -> dict:
 
 @pytest.fixture(scope="module")
 def draws() -> dict:
-    """Check name -> the list of its records over RUNS seeds."""
+    """Check id -> the list of its records over RUNS seeds."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         found = {}
         for exercise in sorted(SOURCES):
@@ -86,10 +86,13 @@ def hidden_checks() -> set:
     return {check.name for source in SOURCES.values() for check in source.checks if check.hidden}
 
 
+NAMES = {check.id: check.name for source in SOURCES.values() for check in source.checks}
+
+
 def test_every_drawing_check_is_hidden_and_named_in_the_docs(draws):
     named = set(re.findall(r"ex\d\d\.\d+", re.search(r"The hidden checks (.*?) draw from the seed",
                                                       DOCS.read_text(encoding="utf-8"), re.S).group(1)))
-    assert set(draws) == named
+    assert {NAMES[check_id] for check_id in draws} == named
     assert named <= hidden_checks()
 
 
@@ -97,3 +100,22 @@ def test_no_hidden_input_repeats_in_100_runs(draws):
     repeating = {name: len(set(records)) for name, records in draws.items() if len(set(records)) < RUNS}
     assert not repeating, f"distinct inputs in {RUNS} runs: {repeating}"
     assert all(len(records) == RUNS for records in draws.values())
+
+
+def test_adding_a_check_before_the_others_changes_none_of_their_inputs(monkeypatch):
+    """A maintainer adds a visible check at the top of exercise 4 and renumbers the names, as students read them:
+    every other check draws, by its id, exactly what it drew before."""
+    import copy
+
+    source = SOURCES["ex04"]
+    notebook = source.fresh_notebook()
+    checks = [cell for cell in notebook.cells if cell.metadata.get("s09", {}).get("role") == "check"]
+    added = copy.deepcopy(checks[0])
+    added.metadata["s09"].update(id="ex04-added-first", name="ex04.1")
+    added.source = 'rng = check_random("ex04-added-first")\ncount = rng.randint(1, 10)\n'
+    for number, cell in enumerate(checks, start=2):
+        cell.metadata["s09"]["name"] = f"ex04.{number}"
+    notebook.cells.insert(notebook.cells.index(checks[0]), added)
+    for seed in (0, 1, 2):
+        before, after = draws_of("ex04", seed, monkeypatch), draws_of("ex04", seed, monkeypatch, notebook)
+        assert after.pop("ex04-added-first") and before == after

@@ -1,60 +1,44 @@
-"""Hidden checks draw their inputs from the grading run's seed: every wrong answer must lose exactly the
-checks it declares whatever the seed. A class run (test_grading_runs.py) tries one random seed; this
-tries several for each wrong answer, without a kernel: the notebook's cells run with exec, in order,
-the check cells as the instructor wrote them (the wrong answers are the kit's own test data).
+"""Every wrong answer, run in plain Python: each loses exactly the checks it declares, whatever the seed; every
+branch or guard removed from a reference answer loses points, a hidden check's among them; and the reference
+passes every check.
+
+The notebook's cells run with exec, in order, the check cells as the instructor wrote them (the wrong answers
+are the kit's own test data: tests/grading_data/wrong_answers, and the branch mutants test_grading_support
+makes from the reference). The real grader grades a sample of the same answers in test_grading_runs.py and
+test_grading_branches.py, and scores them as this does.
 """
 
-import contextlib
-import io
-import re
-import tempfile
-
 import pytest
-from test_grading_support import GRADING_DATA, SOURCES, answer_cells, reference_answers
-
-from s09_jsonl_transcript.grading.checks import SEED_VARIABLE
+from test_grading_support import EXERCISES, SOURCES, branch_mutants, plain_run, reference_answers, wrong_answers
 
 pytestmark = pytest.mark.slow
 
-SEEDS = (0, 1, 2, 3)
-WRONG_ANSWERS = sorted((GRADING_DATA / "wrong_answers").glob("*.py"))
-
-
-def failed_checks(exercise: str, answers: dict, seed: int, monkeypatch, folder) -> set:
-    """The checks that raise when the notebook runs top to bottom with these answers and this seed."""
-    monkeypatch.setenv(SEED_VARIABLE, str(seed))
-    monkeypatch.chdir(folder)
-    source = SOURCES[exercise]
-    answer_at = {answer.cell_index: answer.name for answer in source.answers}
-    check_at = {check.cell_index: check.name for check in source.checks}
-    namespace, failed, code_index = {}, set(), 0
-    for position, cell in enumerate(source.notebook.cells):
-        if cell.cell_type != "code":
-            continue
-        code = answers[answer_at[position]] if position in answer_at else cell.source
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(code, f"<cell {code_index}>", "exec"), namespace)  # noqa: S102 - the kit's own test data
-        except Exception:  # noqa: BLE001 - a failing check is what is counted
-            if code_index in check_at:
-                failed.add(check_at[code_index])
-        code_index += 1
-    return failed
+SEEDS = (0, 1)
+WRONG = wrong_answers()
+MUTANTS = [(exercise, *mutant) for exercise in EXERCISES for mutant in branch_mutants(exercise)]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("path", WRONG_ANSWERS, ids=lambda path: path.stem)
-def test_a_wrong_answer_loses_exactly_its_checks_whatever_the_seed(path, seed, monkeypatch):
-    text = path.read_text(encoding="utf-8")
-    loses = set(re.search(r"^# loses: (.*)$", text, re.MULTILINE).group(1).split())
-    exercise = path.stem[:4]
-    answers = {**reference_answers(exercise), **answer_cells(text)}
-    with tempfile.TemporaryDirectory() as folder:
-        assert failed_checks(exercise, answers, seed, monkeypatch, folder) == loses
+@pytest.mark.parametrize("wrong", WRONG, ids=lambda wrong: wrong.name)
+def test_a_wrong_answer_loses_exactly_its_checks_whatever_the_seed(wrong, seed):
+    answers = {**reference_answers(wrong.exercise), **wrong.answers}
+    assert plain_run(wrong.exercise, answers, seed) == wrong.loses
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("exercise", sorted(SOURCES))
-def test_the_reference_passes_every_check_whatever_the_seed(exercise, seed, monkeypatch):
-    with tempfile.TemporaryDirectory() as folder:
-        assert failed_checks(exercise, reference_answers(exercise), seed, monkeypatch, folder) == set()
+@pytest.mark.parametrize("exercise, name, answers, words", MUTANTS, ids=[mutant[1] for mutant in MUTANTS])
+def test_every_branch_and_guard_of_a_reference_answer_is_checked_by_a_hidden_check(exercise, name, answers, words):
+    seed = sum(map(ord, name))  # a seed of its own for each, so that the drawing checks vary
+    failed = plain_run(exercise, {**reference_answers(exercise), **answers}, seed)
+    hidden = {check.name for check in SOURCES[exercise].checks if check.hidden}
+    assert failed & hidden, f"{words}: loses {sorted(failed) or 'nothing'}, no hidden check"
+
+
+def test_there_are_branch_mutants_of_every_exercise_that_has_branches():
+    assert {exercise for exercise, *_ in MUTANTS} == set(EXERCISES)
+    assert len(MUTANTS) >= 30
+
+
+@pytest.mark.parametrize("seed", (0, 1, 2, 3))
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_the_reference_passes_every_check_whatever_the_seed(exercise, seed):
+    assert plain_run(exercise, reference_answers(exercise), seed) == set()

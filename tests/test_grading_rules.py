@@ -3,17 +3,14 @@ breaks that rule and so loses that check (issue 14, part 4).
 
 The table is the review of every exercise's checks against its own text. These tests keep it true
 without a kernel: the check exists, the wrong answer exists and declares that it loses the check.
-That each wrong answer really loses exactly what it declares is tested in test_grading_runs.py,
-through the grader.
+That each wrong answer really loses exactly what it declares is tested in test_grader_seeds.py
+(every one, run in plain Python) and test_grading_runs.py (a sample, through the grader).
 """
 
-import re
-from pathlib import Path
-
 import pytest
-from test_grading_support import EXERCISES, GRADING_DATA, SOURCES
+from test_grading_support import EXERCISES, SOURCES, wrong_answers
 
-WRONG_ANSWERS = GRADING_DATA / "wrong_answers"
+WRONG = {wrong.name: wrong for wrong in wrong_answers()}
 
 RULES = [
     # exercise 1: last-turn replay
@@ -97,25 +94,30 @@ RULES = [
 ]
 
 
-def declared_losses(path: Path) -> set:
-    return set(re.search(r"^# loses: (.+)$", path.read_text(encoding="utf-8"), re.MULTILINE).group(1).split())
-
-
 @pytest.mark.parametrize("exercise, rule, check, wrong", RULES, ids=[f"{rule[0]}-{rule[3]}" for rule in RULES])
 def test_a_rule_has_a_check_that_its_wrong_answer_loses(exercise, rule, check, wrong):
     assert check in {entry.name for entry in SOURCES[exercise].checks}
-    path = WRONG_ANSWERS / f"{exercise}_{wrong}.py"
-    assert path.exists(), f"no wrong answer {path.name}"
-    assert check in declared_losses(path), f"{path.name} does not lose {check}"
+    name = f"{exercise}_{wrong}"
+    assert name in WRONG, f"no wrong answer {name}"
+    assert check in WRONG[name].loses, f"{name} does not lose {check}"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
 def test_every_check_is_lost_by_some_wrong_answer(exercise):
-    lost = set().union(*(declared_losses(path) for path in WRONG_ANSWERS.glob(f"{exercise}_*.py")))
+    lost = set().union(*(wrong.loses for wrong in WRONG.values() if wrong.exercise == exercise))
     checks = {check.name for check in SOURCES[exercise].checks}
     assert checks <= lost, f"checks no wrong answer fails: {sorted(checks - lost)}"
 
 
 def test_every_wrong_answer_stands_for_a_rule():
-    used = {f"{exercise}_{wrong}.py" for exercise, _, _, wrong in RULES}
-    assert {path.name for path in WRONG_ANSWERS.glob("ex*.py")} == used
+    assert set(WRONG) == {f"{exercise}_{wrong}" for exercise, _, _, wrong in RULES}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_a_wrong_answer_is_a_small_edit_of_the_reference(name):
+    """A few lines changed, each edit found exactly once in the reference (or the file cannot be applied)."""
+    wrong = WRONG[name]
+    assert wrong.edits and wrong.loses and wrong.words
+    changed = sum(len(old) + len(new) for _, old, new in wrong.edits)
+    assert changed <= 30, f"{name} rewrites {changed} lines: write the edit, not a copy"
+    assert wrong.answers  # every edit applies

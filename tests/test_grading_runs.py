@@ -1,43 +1,47 @@
 """The grader end to end: real nbval runs, in two batches through the command line.
 
 The class batch holds the reference solutions (full marks), the unmodified student notebooks
-(zero on every check) and the wrong answers in tests/grading_data/wrong_answers (each loses
-exactly the checks its header names). The tamper batch holds notebooks that try to score without
-solving anything; each must score 0 and leave the grader standing.
+(zero on every check), a sample of the wrong answers in tests/grading_data/wrong_answers (each loses
+exactly the checks its header names) and a sample of the wrong answers made by removing or swapping
+one branch or guard of a reference answer (each loses exactly the checks it loses run in plain
+Python, a hidden one among them). The tamper batch holds notebooks that try to score without solving
+anything; each must score 0 and leave the grader standing.
 
-Both batches hold Chinese submissions too (exercises/zh/, in a zh/ folder of the class, with the same
-file names as the English ones): every Chinese reference and release, and one wrong answer per
-exercise and four tamperings of different kinds. Not every wrong answer and tampering runs again in
-Chinese, because the grader takes nothing from a submission but its answer cells' code:
+Every wrong answer and every branch removal is run in plain Python by test_grader_seeds.py; here the
+real grader grades two of each kind per exercise, one in English and one in Chinese, under one seed
+for the whole class, and must score them as plain Python does. Both batches hold Chinese submissions
+(exercises/zh/, in a zh/ folder of the class, with the same file names as the English ones): every
+Chinese reference and release, half the sample and four tamperings of different kinds. The grader
+takes nothing from a submission but its answer cells' code:
 test_a_chinese_submission_assembles_to_exactly_the_english_run proves, without a kernel, that each
-Chinese wrong answer and tampering builds the very notebook its English twin builds, so the ~55 runs
-(about two minutes on the 2-core machine) would repeat identical gradings.
+Chinese wrong answer and tampering builds the very notebook its English twin builds.
 """
 
 import csv
 import json
 import os
 import re
-from pathlib import Path
+import secrets
 
 import psutil
 import pytest
 from test_grading_support import (
     EXERCISES,
-    GRADING_DATA,
     INSTRUCTOR,
     SOURCES,
-    answer_cells,
     assert_same_program,
+    branch_mutants,
     failed_checks,
     grade_folder,
     notebook_json,
+    plain_run,
     reference_answers,
     reported_json,
     sandbox_processes,
     student_path,
     with_answers,
     write_notebook,
+    wrong_answers,
 )
 
 from s09_jsonl_transcript.grading.assemble import answer_sources, build_notebook
@@ -51,22 +55,15 @@ from s09_jsonl_transcript.grading.source import load_sources, pass_line
 pytestmark = [pytest.mark.slow,  # the grader's long suite: tests/test_grader_fast.py is its default-run part
               pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")]
 
-WRONG_ANSWERS = GRADING_DATA / "wrong_answers"
-WRONG_ANSWER_FILES = sorted(WRONG_ANSWERS.glob("ex[0-9][0-9]_*.py"))
-# One wrong answer per exercise graded in Chinese as well (see the module's docstring for why not all).
-CHINESE_WRONG_ANSWERS = ["ex01_excludes_user_message", "ex02_cannot_tell_a_torn_tail", "ex03_shard_numbers_leak",
-                         "ex04_reads_whole_file", "ex05_ignores_the_head"]
-
-
-def parse_wrong_answer(path: Path) -> tuple:
-    """(exercise, checks it must lose, {answer name: code}) from a wrong-answer file.
-
-    The header's "# loses:" line names the checks; each "# %% <answer name>" line starts the code
-    of one answer cell. Answer cells the file does not give keep the reference solution.
-    """
-    text = path.read_text(encoding="utf-8")
-    loses = set(re.search(r"^# loses: (.+)$", text, re.MULTILINE).group(1).split())
-    return path.name[:4], loses, answer_cells(text)
+WRONG = wrong_answers()
+SEED = secrets.randbelow(10**9)  # the class run's seed: the plain runs the sample is compared with use it too
+# The sample graded here, per exercise: one wrong answer of the file in English, another in Chinese; likewise one
+# branch removal in each language. Every one of them is run in plain Python by test_grader_seeds.py.
+WRONG_SAMPLE = [(wrong, language) for exercise in EXERCISES
+                for wrong, language in zip([wrong for wrong in WRONG if wrong.exercise == exercise][::3][:2],
+                                           ("en", "zh"))]
+MUTANT_SAMPLE = [(exercise, *mutant, language) for exercise in EXERCISES
+                 for mutant, language in zip(branch_mutants(exercise)[::2][:2], ("zh", "en"))]
 
 
 def assert_nothing_left_running(report: dict, pid=None) -> None:
@@ -81,9 +78,8 @@ def assert_nothing_left_running(report: dict, pid=None) -> None:
 # --------------------------------------------------------------------------- the class batch
 
 
-def wrong_answer_notebook(path: Path, language: str = "en") -> dict:
-    exercise, _, answers = parse_wrong_answer(path)
-    return with_answers(exercise, {**reference_answers(exercise), **answers}, language)
+def wrong_answer_notebook(wrong, language: str = "en") -> dict:
+    return with_answers(wrong.exercise, {**reference_answers(wrong.exercise), **wrong.answers}, language)
 
 
 # Where each kind of submission sits in the class folder, by language (a report's label is this path).
@@ -100,12 +96,14 @@ def class_reports(tmp_path_factory):
         for language, place in PLACES.items():
             write_notebook(folder / place / "release" / source.path.name, notebook_json(student_path(exercise,
                                                                                                     language)))
-    for path in WRONG_ANSWER_FILES:
-        write_notebook(folder / "wrong" / f"{path.stem}.ipynb", wrong_answer_notebook(path))
-        if path.stem in CHINESE_WRONG_ANSWERS:
-            write_notebook(folder / "zh" / "wrong" / f"{path.stem}.ipynb", wrong_answer_notebook(path, "zh"))
+    for wrong, language in WRONG_SAMPLE:
+        write_notebook(folder / PLACES[language] / "wrong" / f"{wrong.name}.ipynb",
+                       wrong_answer_notebook(wrong, language))
+    for exercise, name, answers, _, language in MUTANT_SAMPLE:
+        write_notebook(folder / PLACES[language] / "branch" / f"{name}.ipynb",
+                       with_answers(exercise, {**reference_answers(exercise), **answers}, language))
     reports = tmp_path_factory.mktemp("class-reports")
-    return grade_folder(folder, reports), reports
+    return grade_folder(folder, reports, "--seed", str(SEED)), reports
 
 
 @pytest.mark.parametrize("language", PLACES)
@@ -124,50 +122,51 @@ def test_the_unmodified_student_notebook_scores_zero_on_every_check(class_report
     report = class_reports[0][f"{PLACES[language]}release/{SOURCES[exercise].path.name}"]
     assert report["status"] == "graded", report["reason"]
     assert [check["score"] for check in report["checks"]] == [0] * len(SOURCES[exercise].checks)
-    stub = "NotImplementedError: replace this line with your answer · 把这一行换成你的答案"
+    stub = "failed · 未通过: NotImplementedError: replace this line with your answer · 把这一行换成你的答案"
     expected = {"visible": stub, "hidden": HIDDEN_FAILED}  # a hidden check's feedback holds no kernel text
     assert all(check["feedback"] == expected[check["visibility"]] for check in report["checks"]), report["checks"]
 
 
-WRONG_RUNS = [(path, "en") for path in WRONG_ANSWER_FILES] + [
-    (path, "zh") for path in WRONG_ANSWER_FILES if path.stem in CHINESE_WRONG_ANSWERS]
-
-
-@pytest.mark.parametrize("path, language", WRONG_RUNS, ids=[f"{language}-{path.stem}" for path, language in WRONG_RUNS])
-def test_a_wrong_answer_loses_exactly_the_checks_it_should(class_reports, path, language):
-    exercise, loses, _ = parse_wrong_answer(path)
-    report = class_reports[0][f"{PLACES[language]}wrong/{path.stem}.ipynb"]
+@pytest.mark.parametrize("wrong, language", WRONG_SAMPLE,
+                         ids=[f"{language}-{wrong.name}" for wrong, language in WRONG_SAMPLE])
+def test_a_wrong_answer_loses_exactly_the_checks_it_should(class_reports, wrong, language):
+    report = class_reports[0][f"{PLACES[language]}wrong/{wrong.name}.ipynb"]
     assert report["status"] == "graded", report["reason"]
-    assert report["exercise"] == exercise
-    assert failed_checks(report) == loses, [(c["name"], c["feedback"]) for c in report["checks"]]
+    assert report["exercise"] == wrong.exercise
+    assert failed_checks(report) == wrong.loses, (SEED, [(c["name"], c["feedback"]) for c in report["checks"]])
     assert report["score"] < report["max_score"]
-    if language == "zh":  # the same feedback, word for word, as the English twin (but for temporary folders)
-        assert same_but_temporary_names(report["checks"], class_reports[0][f"wrong/{path.stem}.ipynb"]["checks"])
 
 
-def same_but_temporary_names(checks: list, others: list) -> bool:
-    temporary = re.compile(r"/tmp/tmp\w+")
-    return ([{**check, "feedback": temporary.sub("/tmp/...", check["feedback"])} for check in checks]
-            == [{**check, "feedback": temporary.sub("/tmp/...", check["feedback"])} for check in others])
+@pytest.mark.parametrize("exercise, name, answers, words, language", MUTANT_SAMPLE,
+                         ids=[f"{mutant[-1]}-{mutant[1]}" for mutant in MUTANT_SAMPLE])
+def test_a_branch_removed_from_a_reference_answer_loses_what_it_loses_in_plain_python(class_reports, exercise,
+                                                                                        name, answers, words,
+                                                                                        language):
+    report = class_reports[0][f"{PLACES[language]}branch/{name}.ipynb"]
+    assert report["status"] == "graded", report["reason"]
+    plain = plain_run(exercise, {**reference_answers(exercise), **answers}, SEED)
+    assert failed_checks(report) == plain, (words, SEED, [(c["name"], c["feedback"]) for c in report["checks"]])
+    hidden = {check.name for check in SOURCES[exercise].checks if check.hidden}
+    assert plain & hidden and report["score"] < report["max_score"], words
 
 
-def test_every_exercise_has_a_chinese_wrong_answer_in_the_class_run():
-    assert sorted(name[:4] for name in CHINESE_WRONG_ANSWERS) == EXERCISES
-    assert all((WRONG_ANSWERS / f"{name}.py").exists() for name in CHINESE_WRONG_ANSWERS)
+def test_the_sample_holds_every_exercise_in_both_languages():
+    for sample in ([(wrong.exercise, language) for wrong, language in WRONG_SAMPLE],
+                   [(exercise, language) for exercise, *_, language in MUTANT_SAMPLE]):
+        assert sorted(sample) == sorted((exercise, language) for exercise in EXERCISES for language in PLACES)
 
 
-@pytest.mark.parametrize("path", WRONG_ANSWER_FILES, ids=lambda path: path.stem)
-def test_a_chinese_submission_assembles_to_exactly_the_english_run(path):
+@pytest.mark.parametrize("wrong", WRONG, ids=lambda wrong: wrong.name)
+def test_a_chinese_submission_assembles_to_exactly_the_english_run(wrong):
     """What the grader runs for a Chinese wrong answer is what it runs for the English one (so it scores the same)."""
-    exercise = path.name[:4]
-    built = {language: build_notebook(SOURCES[exercise], answer_sources(wrong_answer_notebook(path, language),
-                                                                        SOURCES[exercise]))
+    source = SOURCES[wrong.exercise]
+    built = {language: build_notebook(source, answer_sources(wrong_answer_notebook(wrong, language), source))
              for language in PLACES}
     assert built["zh"] == built["en"]
 
 
 def test_every_exercise_has_at_least_five_wrong_answers():
-    counts = {exercise: sum(path.name.startswith(exercise) for path in WRONG_ANSWER_FILES) for exercise in EXERCISES}
+    counts = {exercise: sum(wrong.exercise == exercise for wrong in WRONG) for exercise in EXERCISES}
     assert all(count >= 5 for count in counts.values()), counts
 
 
@@ -330,22 +329,31 @@ def test_a_chinese_tampering_assembles_to_exactly_the_english_run(tamper):
                         build_notebook(source, answer_sources(chinese, source)))
 
 
+# The answer cell's top level ended the student's kernel (or ran past the call's limit): its names are bound in the
+# trusted kernel all the same, so each check calls, and says why it was not called.
+NOT_CALLED = re.compile(r"^not run · 未运行: not called: "
+                        r"(the student's kernel died|an earlier call ran longer than 3 s)")
+
+
 @pytest.mark.parametrize("tamper, feedback", [
     # The answer cell runs in the student's kernel: with this test's 3 s cell limit, its death is seen either
     # by the heartbeat or by the call's own time limit, whichever comes first. The loop meets the call's
     # limit, 3 s, never the trusted cell's (the notebook's), however busy the machine.
-    ("os_exit", "AnswerFailed: the "),
-    ("infinite_loop", "AnswerFailed: the call ran longer than 3 s"),
+    ("os_exit", re.compile(r"^(failed · 未通过: the student's kernel died"
+                           r"|timed out · 超时: the call ran longer than 3 s)")),
+    ("infinite_loop", "timed out · 超时: the call ran longer than 3 s"),
     # Sabotage at the top level of an answer cell reaches only the student's kernel: the checks run in the
-    # trusted kernel, which sees an answer cell that defines no answer, and says so.
-    ("kernel_crash", "NameError: name 'last_turn_length' is not defined"),
+    # trusted kernel, which says that the student's kernel could not be called.
+    ("kernel_crash", NOT_CALLED),
     # Hiding tracebacks replaces the shell's showtraceback: the guard in the student's kernel names it.
     ("hidden_tracebacks", "tampering detected"),
-    ("kills_pytest", "NameError: name 'last_turn_length' is not defined"),
-    ("zh/kills_pytest", "NameError: name 'last_turn_length' is not defined"),
+    # Its parent in the student's sandbox is not pytest, which it cannot see: the cell goes on and defines nothing.
+    ("kills_pytest", "failed · 未通过: NameError: name 'last_turn_length' is not defined"),
+    ("zh/kills_pytest", "failed · 未通过: NameError: name 'last_turn_length' is not defined"),
 ])
 def test_a_sabotaged_run_explains_what_happened(tamper_reports, tamper, feedback):
-    assert feedback in tamper_reports[tamper]["checks"][0]["feedback"]
+    said = tamper_reports[tamper]["checks"][0]["feedback"]
+    assert feedback.search(said) if isinstance(feedback, re.Pattern) else feedback in said, said
 
 
 def test_the_kernel_runs_in_an_empty_folder_and_is_gone_afterwards(tamper_reports):

@@ -2,6 +2,7 @@
 a folder through the command line, and what is left running afterwards.
 """
 
+import ast
 import json
 import os
 import re
@@ -140,3 +141,215 @@ def assert_same_program(english, chinese) -> None:
     for english_cell, chinese_cell in zip(english.cells, chinese.cells):
         assert english_cell.source == chinese_cell.source or same_code(english_cell.source, chinese_cell.source), (
             english_cell.get("id"))
+
+
+# --------------------------------------------------------------------------- wrong answers made from the reference
+
+SOLUTION = re.compile(r"^\s*### BEGIN SOLUTION\s*$(.*?)^\s*### END SOLUTION\s*$", re.MULTILINE | re.DOTALL)
+
+
+def solution_lines(code: str) -> set:
+    """The line numbers (1-based) of the code between the solution markers: what the student writes."""
+    lines = set()
+    for match in SOLUTION.finditer(code):
+        first = code.count("\n", 0, match.start(1)) + 1
+        lines.update(range(first, first + match.group(1).count("\n")))
+    return lines
+
+
+def without_markers(code: str) -> str:
+    """The code without its solution marker lines (what a student's answer cell holds)."""
+    return "\n".join(line for line in code.split("\n") if line.strip() not in ("### BEGIN SOLUTION",
+                                                                           "### END SOLUTION"))
+
+
+class _Mutation:
+    """One way to change a node of a solution: (what it does, in words, and the new node or None to delete it)."""
+
+    def __init__(self, target, replacement, words: str):
+        self.target, self.replacement, self.words = target, replacement, words
+
+
+def _mutations(tree, lines: set) -> list:
+    """Every removal of a branch or guard, and every swap of a two-way branch, in the solution's lines."""
+    found = []
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) not in lines:
+            continue
+        where = f"line {node.lineno}"
+        if isinstance(node, ast.If):
+            test = ast.unparse(node.test)
+            if node.orelse:
+                found.append(_Mutation(node, node.body, f"{where}: always the branch of `if {test}`"))
+                found.append(_Mutation(node, node.orelse, f"{where}: never the branch of `if {test}`"))
+            else:
+                found.append(_Mutation(node, None, f"{where}: the guard `if {test}` removed"))
+        if isinstance(node, (ast.If, ast.While)) and isinstance(node.test, ast.BoolOp) and len(node.test.values) > 1:
+            for index, operand in enumerate(node.test.values):
+                rest = [value for position, value in enumerate(node.test.values) if position != index]
+                test = rest[0] if len(rest) == 1 else ast.BoolOp(op=node.test.op, values=rest)
+                found.append(_Mutation(node.test, test, f"{where}: `{ast.unparse(operand)}` left out of the condition"))
+        if isinstance(node, ast.IfExp):
+            test = ast.unparse(node.test)
+            found.append(_Mutation(node, node.body, f"{where}: always the first value of `if {test} else`"))
+            found.append(_Mutation(node, node.orelse, f"{where}: always the value after `else` of `if {test}`"))
+        if isinstance(node, ast.Try) and node.handlers:
+            caught = ", ".join(ast.unparse(handler.type) if handler.type else "everything" for handler in node.handlers)
+            found.append(_Mutation(node, node.body, f"{where}: the `except {caught}` removed"))
+    return found
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, target, replacement):
+        self.target, self.replacement = target, replacement
+
+    def visit(self, node):
+        if node is self.target:
+            if self.replacement is None:
+                return ast.Pass()
+            return self.replacement
+        return super().visit(node)
+
+
+def branch_mutants(exercise: str) -> list:
+    """(name, {answer name: code}, words) for every wrong answer made by removing or swapping one branch or guard
+    of one reference answer; the other answers stay the reference's."""
+    mutants = []
+    for answer, code in reference_answers(exercise).items():
+        lines = solution_lines(code)
+        for number, mutation in enumerate(_mutations(ast.parse(code), lines), start=1):
+            mutants.append((f"{answer}-{number}", {answer: _apply(code, lines, number)}, mutation.words))
+    return mutants
+
+
+def _apply(code: str, lines: set, number: int) -> str:
+    """The code with its number-th mutation (1-based, in _mutations' order) made."""
+    tree = ast.parse(code)
+    mutation = _mutations(tree, lines)[number - 1]
+    changed = _Replace(mutation.target, mutation.replacement).visit(tree)
+    return ast.unparse(ast.fix_missing_locations(changed))
+
+
+WRONG_ANSWERS = GRADING_DATA / "wrong_answers"
+
+
+class WrongAnswer:
+    """A wrong answer: the reference answers of an exercise with a few lines edited (tests/grading_data/wrong_answers).
+
+    name is "<exercise>_<what it does>", loses the checks it must lose, answers the edited answer cells'
+    code by answer name (the other answer cells keep the reference's).
+    """
+
+    def __init__(self, exercise: str, slug: str, words: str, loses: set, edits: list):
+        self.exercise, self.name, self.words, self.loses = exercise, f"{exercise}_{slug}", words, loses
+        self.edits = edits  # (answer name, lines to find, lines to put in their place)
+
+    @property
+    def answers(self) -> dict:
+        """Each edited answer cell's code: every edit found once in the reference, then all made at once."""
+        edited = {}
+        for answer, code in reference_answers(self.exercise).items():
+            lines = without_markers(code).split("\n")
+            placed = []
+            for edit_answer, old, new in self.edits:
+                if edit_answer != answer:
+                    continue
+                places = [start for start in range(len(lines) - len(old) + 1) if lines[start:start + len(old)] == old]
+                assert len(places) == 1, f"{self.name}: the lines to edit occur {len(places)} times in {answer}: {old}"
+                placed.append((places[0], old, new))
+            for start, old, new in sorted(placed, key=lambda edit: edit[0], reverse=True):
+                lines[start:start + len(old)] = new
+            if placed:
+                edited[answer] = "\n".join(lines)
+        unknown = {answer for answer, _, _ in self.edits} - set(reference_answers(self.exercise))
+        assert not unknown, f"{self.name}: no answer cells {unknown}"
+        return edited
+
+    def __repr__(self):
+        return self.name
+
+
+def read_wrong_answers(path: Path) -> list:
+    """The wrong answers of one exercise's file (see its header for the format)."""
+    exercise, found, hunk, added = path.stem, [], None, False
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+        if line.startswith("## "):
+            slug, _, words = line[3:].partition(": ")
+            found.append(WrongAnswer(exercise, slug, words, set(), []))
+            hunk = None
+        elif line.startswith("# loses: "):
+            found[-1].loses = set(line[len("# loses: "):].split()) - {"nothing"}
+        elif line.startswith("# in "):
+            answer, hunk = line[len("# in "):].strip(), None
+        elif line[:1] in ("-", "+", " ") and found:
+            if hunk is None or (line[0] == "-" and added):  # a "-" after "+" lines starts the next edit
+                hunk, added = (answer, [], []), False
+                found[-1].edits.append(hunk)
+            added = added or line[0] == "+"
+            if line[0] in "- ":
+                hunk[1].append(line[1:])
+            if line[0] in "+ ":
+                hunk[2].append(line[1:])
+        elif line.strip() and not line.startswith("#"):
+            raise ValueError(f"{path.name}, line {number}: not part of the format: {line!r}")
+        else:
+            hunk = None
+    return found
+
+
+def wrong_answers(folder: Path = WRONG_ANSWERS) -> list:
+    """Every edited answer in folder (the wrong answers by default), exercise by exercise."""
+    return [wrong for path in sorted(folder.glob("ex[0-9][0-9].txt")) for wrong in read_wrong_answers(path)]
+
+
+HONEST = GRADING_DATA / "honest"  # alternatives to the reference that pass every check in plain Python
+
+
+# --------------------------------------------------------------------------- a notebook run in plain Python
+
+PLAIN_CELL_SECONDS = 3  # a wrong answer that loops forever fails its check after this long
+
+
+def plain_run(exercise: str, answers: dict, seed: int) -> set:
+    """The checks that fail when the exercise's notebook runs top to bottom in this process, with these answers
+    and this seed: setup, answer and check cells executed in order, as Python runs them without a grader."""
+    import contextlib
+    import io
+    import signal
+    import tempfile
+
+    from s09_jsonl_transcript.grading.checks import SEED_VARIABLE
+
+    def too_long(*_):
+        raise TimeoutError(f"a cell ran longer than {PLAIN_CELL_SECONDS} s")
+
+    source = SOURCES[exercise]
+    answer_at = {answer.cell_index: answer.name for answer in source.answers}
+    check_at = {check.cell_index: check.name for check in source.checks}
+    namespace, failed, code_index = {}, set(), 0
+    before = os.environ.get(SEED_VARIABLE)
+    alarm = signal.signal(signal.SIGALRM, too_long)
+    os.environ[SEED_VARIABLE] = str(seed)
+    try:
+        with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder):
+            for position, cell in enumerate(source.notebook.cells):
+                if cell.cell_type != "code":
+                    continue
+                code = answers[answer_at[position]] if position in answer_at else cell.source
+                try:
+                    signal.alarm(PLAIN_CELL_SECONDS)
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        exec(compile(code, f"<cell {code_index}>", "exec"), namespace)  # noqa: S102 - the kit's own
+                except Exception:  # noqa: BLE001 - a failing check is what is counted
+                    if code_index in check_at:
+                        failed.add(check_at[code_index])
+                finally:
+                    signal.alarm(0)
+                code_index += 1
+    finally:
+        signal.signal(signal.SIGALRM, alarm)
+        if before is None:
+            os.environ.pop(SEED_VARIABLE, None)
+        else:
+            os.environ[SEED_VARIABLE] = before
+    return failed

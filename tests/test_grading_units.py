@@ -123,7 +123,80 @@ def test_a_source_with_a_repeated_cell_id_is_refused(tmp_path):
         load_source(path)
 
 
+def with_check_changed(tmp_path, name, change) -> Path:
+    """A copy of ex04's source in which change(metadata, cell) changed the check named name."""
+    notebook = copy.deepcopy(SOURCES["ex04"].notebook)
+    cell = next(cell for cell in notebook.cells if cell.metadata.get("s09", {}).get("name") == name)
+    change(cell.metadata["s09"], cell)
+    path = tmp_path / "ex04_changed.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+@pytest.mark.parametrize("name, change, reason", [
+    ("ex04.7", lambda role, cell: role.pop("id"), "needs a stable id"),
+    ("ex04.7", lambda role, cell: role.update(id="ex04.7"), "needs a stable id"),  # a position is not an id
+    ("ex04.7", lambda role, cell: role.update(id="ex04-read-budget"), "check id names used twice: ex04-read-budget"),
+    ("ex04.5", lambda role, cell: setattr(cell, "source", cell.source.replace(
+        'check_random("ex04-block-boundaries")', 'check_random("ex04-read-budget")')),
+     r"draws its inputs with check_random\('ex04-block-boundaries'\)"),
+    ("ex04.5", lambda role, cell: setattr(cell, "source", cell.source.replace(
+        'check_random("ex04-block-boundaries")', 'check_random(NAME)')), "and only so"),
+], ids=["no id", "a position", "twice", "another's inputs", "a name not given"])
+def test_a_check_needs_a_stable_id_of_its_own_and_draws_by_it(tmp_path, name, change, reason):
+    with pytest.raises(SourceError, match=reason):
+        load_source(with_check_changed(tmp_path, name, change))
+
+
+def test_every_check_has_a_stable_id_that_names_what_it_checks():
+    ids = [check.id for source in SOURCES.values() for check in source.checks]
+    assert len(set(ids)) == len(ids) and all(re.match(r"^ex\d\d(-[a-z0-9]+)+$", check_id) for check_id in ids)
+
+
 # --------------------------------------------------------------------------- release
+
+
+class FakeClient:
+    """Stands in for nbclient's NotebookClient: the outputs a kernel would give, chosen by the test."""
+
+    outputs = None  # check name -> the outputs to give that check's cell
+
+    def __init__(self, notebook, **options):
+        self.notebook = notebook
+
+    def execute(self):
+        for cell in self.notebook.cells:
+            role = cell.metadata.get("s09", {})
+            if cell.cell_type == "code":
+                cell.execution_count = 1
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)
+                                for text in FakeClient.outputs(role)]
+
+
+def test_refresh_joins_a_pass_line_sent_in_pieces(tmp_path, monkeypatch):
+    """On a busy machine a kernel can send one line as two stream outputs: saved apart, the source was broken."""
+    for source in SOURCES.values():
+        (tmp_path / source.path.name).write_bytes(source.path.read_bytes())
+    monkeypatch.setattr(release, "NotebookClient", FakeClient)
+    monkeypatch.setattr(FakeClient, "outputs", staticmethod(
+        lambda role: [] if role.get("role") != "check" else [pass_line(role["name"], role["points"])[:9],
+                                                             pass_line(role["name"], role["points"])[9:] + "\n"]))
+    release.refresh(tmp_path)
+    assert {name: source.max_score for name, source in load_sources(tmp_path).items()} == {
+        name: source.max_score for name, source in SOURCES.items()}
+
+
+def test_refresh_replaces_a_source_only_when_every_check_passed(tmp_path, monkeypatch):
+    for source in SOURCES.values():
+        (tmp_path / source.path.name).write_bytes(source.path.read_bytes())
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    monkeypatch.setattr(release, "NotebookClient", FakeClient)
+    monkeypatch.setattr(FakeClient, "outputs", staticmethod(
+        lambda role: ["a line of the check's own\n", pass_line(role["name"], role["points"]) + "\n"]
+        if role.get("role") == "check" else []))
+    with pytest.raises(SourceError, match="left as it was: .*was not saved passing"):
+        release.refresh(tmp_path)
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before, "nothing written, nothing left"
 
 
 def test_the_committed_student_notebooks_are_what_release_writes():
@@ -548,3 +621,31 @@ def test_the_calls_limit_stops_a_slow_answer_before_nbval_would():
     settings = runner.RunSettings(cell_timeout=3, total_timeout=120)
     command = runner._pytest_command("/root", 9, settings)
     assert "--nbval-cell-timeout=120" in command  # the call's own limit, 3 s, is shown in test_grading_runs
+
+
+NUMBER_WORDS = {"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "十": 10, "十一": 11,
+                "十二": 12, "十三": 13, "十四": 14}
+
+
+def test_the_counts_of_hidden_checks_the_docs_state_are_the_sources():
+    """docs/grading.md says how many hidden checks draw from the seed and how many have fixed inputs, in both
+    languages: a check added or changed must not leave those numbers stale."""
+    hidden = [check for source in SOURCES.values() for check in source.checks if check.hidden]
+    drawing = [check for check in hidden if _draws(check)]
+    english = (ROOT / "docs" / "grading.md").read_text(encoding="utf-8")
+    chinese = (ROOT / "docs" / "zh" / "grading.md").read_text(encoding="utf-8")
+    said = re.search(r"of the (\w+) hidden checks that draw from the seed", english)
+    fixed = re.search(r"The other (\w+) hidden checks test one edge", english)
+    assert (NUMBER_WORDS[said.group(1)], NUMBER_WORDS[fixed.group(1)]) == (len(drawing), len(hidden) - len(drawing))
+    said = re.search(r"从种子取值的(\S+?)个隐藏检查里", chinese)
+    fixed = re.search(r"其他(\S+?)个隐藏检查", chinese)
+    assert (NUMBER_WORDS[said.group(1)], NUMBER_WORDS[fixed.group(1)]) == (len(drawing), len(hidden) - len(drawing))
+    listed = set(re.findall(r"ex\d\d\.\d+", re.search(r"The hidden checks (.*?) draw from the seed", english,
+                                                      re.S).group(1)))
+    assert listed == {check.name for check in drawing}
+
+
+def _draws(check) -> bool:
+    """True when the check's cell draws inputs from the seed."""
+    code_cells = [cell for cell in SOURCES[check.name[:4]].notebook.cells if cell.cell_type == "code"]
+    return "check_random(" in code_cells[check.cell_index].source

@@ -230,12 +230,16 @@ def answer_names(code: str) -> list:
 
 
 def proxy_cell(answer_name: str, code: str) -> str:
-    """What an answer cell becomes in the trusted kernel: its answer runs elsewhere, its names call across."""
+    """What an answer cell becomes in the trusted kernel: its answer runs elsewhere, its names call across.
+
+    The names are bound before the student's cells run: if those end the calls (a timeout, a dead
+    kernel), each check still calls, and says why it was not called.
+    """
     lines = ["# The answer runs in the student's kernel; here its names call it across the channel (channel.py).",
-             "from s09_jsonl_transcript.grading.channel import student",
-             f"student.run_up_to({answer_name!r})"]
+             "from s09_jsonl_transcript.grading.channel import student"]
     for name, is_class in answer_names(code):
         lines.append(f"{name} = student.{'answer_class' if is_class else 'answer'}({name!r})")
+    lines.append(f"student.run_up_to({answer_name!r})")
     return "\n".join(lines) + "\n"
 
 

@@ -6,37 +6,44 @@ runs, runs the setup cells and the check cells; it never executes a line of the 
 In the trusted kernel each answer's name is bound to a proxy (`student.answer("verify")`), so a
 check cell reads as it does in the student's notebook: `got = verify(path, head)`.
 
-Only plain data crosses. A call sends its arguments as JSON and gets the return value back as
-JSON text, which is parsed here: whatever the answer returned, the check sees lists, dicts,
-strings, numbers, booleans and None. An exception the answer raised is raised again here under
-its name (a built-in or lesson exception, so `except ValueError` in a check works); a value that
-is not JSON, a call that takes too long, or a kernel that died is raised as an AnswerFailed.
-Arguments that are not plain data cross as stand-ins served from this side:
+Only data crosses, as JSON text written and read by wire.py: a call sends its arguments, and gets
+back the return value or the exception the answer raised. What JSON cannot hold crosses as a typed
+description (a tuple, a set, bytes, a path); anything else as an `Unreadable` that equals nothing,
+so a check that ignores it is not failed by it. An exception crosses with the built-in and lesson
+classes it derives from, so `except ValueError` in a check catches an answer's subclass of it.
+Arguments that are not data cross as stand-ins served from this side:
 
-- a binary file (a CountingFile): every read, readline, seek and tell is a request answered here,
-  so the file's own counter counts exactly the bytes the answer asked for; its data never enters
-  the student's sandbox;
-- an iterator: each item is handed out when the answer asks for the next one;
+- a binary file (a CountingFile): every read is a request answered here, so the file's own counter
+  counts exactly the bytes the answer asked for; its data never enters the student's sandbox.
+  Seeking and telling cost no request: the student's end knows the file's size and keeps the
+  position, which the next read carries. A seek that would fail is asked here, and the file's
+  own error is raised in the answer at that call;
+- an iterator: each item is handed out when the answer asks for the next one, and what the
+  iterator raises is raised in the answer;
 - a clock (any other callable): each tick is asked for;
 - a path (pathlib.Path) or a transcript (JSONLTranscript): the file or folder is copied into the
-  exchange folder, which both kernels see, before the call, and copied back after it (regular
-  files only, no links), so the check inspects what the answer wrote;
+  exchange folder, which both kernels see, before the call, and copied back after it (exchange.py:
+  regular files and folders only, no link in any part of a path), so the check inspects what the
+  answer wrote; a path the answer returns into that folder comes back as the check's own path;
 - an object an answer's class made: it stays in the student's kernel; here it is a handle whose
   methods and attributes are calls.
+
+The requests travel on a Unix socket in the channel's folder, one round trip each; the call itself
+and its verdict travel as an execute request to the student's kernel. A call that fails says why,
+by the class of what it raises: AnswerTimedOut, AnswerRefused (a value too large, or not what the
+student's end writes), AnswerNotCalled (an earlier call ended the calls), AnswerFailed (the kernel
+died).
 """
 
 from __future__ import annotations
 
-import base64
-import builtins
-import io
 import json
 import os
-import shutil
-import stat
+import socket
 import time
-from datetime import datetime
 from pathlib import Path
+
+from . import exchange, wire
 
 CONNECTION_VARIABLE = "S09_STUDENT_CONNECTION"  # the student kernel's connection file
 PROGRAM_VARIABLE = "S09_STUDENT_PROGRAM"  # the cells the student's kernel runs, as JSON
@@ -44,50 +51,49 @@ EXCHANGE_VARIABLE = "S09_EXCHANGE"  # the folder both kernels see
 TIMEOUT_VARIABLE = "S09_CALL_TIMEOUT"  # seconds one call (or one cell of the program) may take
 GUARD_VARIABLE = "S09_STUDENT_GUARD"  # the guard's key file, when the student's kernel has the guard
 STATE_VARIABLE = "S09_STUDENT_STATE"  # a file the grader fills in, from outside, once the kernel stops or goes
-MESSAGE_LIMIT = 64 << 20  # bytes: a longer message from the student's kernel is dropped unread
+SOCKET_NAME = "calls.sock"  # beside the connection file: where the student's end asks for what its stand-ins need
+MESSAGE_LIMIT = 64 << 20  # bytes: a longer message from the student's kernel on its zmq channels is dropped unread
 EXCHANGE_LIMIT = 64 << 20  # bytes copied back from the exchange folder after one call
 _HEARTBEAT_GRACE = 3.0  # seconds without a heartbeat before the student's kernel counts as dead
+OUTPUT_TAIL = 1000  # characters of what the answers printed during one check that the report keeps
 
 
 class AnswerFailed(RuntimeError):
-    """A call gave no usable result: not JSON, too slow, or the student's kernel stopped answering."""
+    """A call gave no result: the student's kernel died, or stopped answering."""
+
+
+class AnswerTimedOut(AnswerFailed):
+    """A call ran longer than its time limit."""
+
+
+class AnswerRefused(AnswerFailed):
+    """The grader refused what the student's kernel sent: a value over the size limit, or not what its end writes."""
+
+
+class AnswerNotCalled(AnswerFailed):
+    """The call was not made: an earlier one ended the calls (a timeout, a dead kernel)."""
 
 
 class TamperingDetected(BaseException):
     """The guard in the student's kernel saw its machinery changed (not an Exception: checks cannot catch it)."""
 
 
-class StudentOutputLimit(BaseException):
-    """The student's kernel printed more than the output limit (its guard said so); the notebook stops here."""
-
-
 class StudentKernelStopped(BaseException):
     """The student's kernel was stopped (SIGSTOP), as the grader saw from outside; the notebook stops here."""
 
 
-OUTPUT_LIMIT_ERROR = "OutputLimitExceeded"  # the guard's exception, raised inside the student's kernel
 STOPPED = "stopped"  # what the grader writes in the state file for a kernel stopped by a signal
 GONE = "gone"  # ... and for a kernel that is no longer there
+# The names of this side's verdicts: an answer's exception of the same name crosses renamed.
+RESERVED = ("AnswerFailed", "AnswerTimedOut", "AnswerRefused", "AnswerNotCalled", "TamperingDetected",
+            "StudentKernelStopped")
 
 
-def _lesson_exceptions() -> dict:
+def known_exceptions() -> dict:
+    """The exceptions a crossing one may be rebuilt as: the built-in ones and the lesson's."""
     from s09_jsonl_transcript import code
 
-    return {name: value for name, value in vars(code).items()
-            if isinstance(value, type) and issubclass(value, Exception)}
-
-
-def raised_again(name: str, message: str) -> BaseException:
-    """The exception an answer raised, rebuilt here from its name and message (RuntimeError if unknown)."""
-    known = {name: value for name, value in vars(builtins).items()
-             if isinstance(value, type) and issubclass(value, Exception)}
-    known.update(_lesson_exceptions())
-    kind = known.get(name)
-    if kind is None:
-        return AnswerFailed(f"the answer raised {name}: {message}" if message else f"the answer raised {name}")
-    error = kind.__new__(kind)
-    error.args = (message,) if message else ()
-    return error
+    return wire.known_exceptions(code)
 
 
 class StudentKernel:
@@ -99,10 +105,14 @@ class StudentKernel:
         self._ran = 0
         self._lost = None  # why the kernel no longer answers, once it does not
         self._calls = 0
-        self._paths = {}  # resolved path on this side -> its copy in the exchange folder
-        self._stand_ins = {}  # number -> the file, iterator or clock a call's stand-in asks for
-        self._failure = None  # an error raised here while serving the current call
+        self._paths = {}  # resolved path on this side -> its folder's number in the exchange folder
+        self._stand_ins = StandIns()
+        self._link = None
+        self._exchange = None  # a descriptor of the exchange folder, opened before any student code ran
         self._guard_key = None
+        self._printed, self._tail = 0, ""  # what the answers printed during the current cell
+        self.left_out = []  # what the last copy back left out, and why
+        _reset_each_cell(self)
 
     # ------------------------------------------------------------------ the proxies
 
@@ -123,7 +133,7 @@ class StudentKernel:
         stop = labels.index(label) + 1
         for cell in program[self._ran:stop]:
             if self._lost is None:
-                self._execute(cell["code"], allow_stdin=False, serve=False)
+                self._execute(cell["code"])
         self._ran = max(self._ran, stop)
 
     def _load_program(self) -> list:
@@ -134,42 +144,62 @@ class StudentKernel:
     # ------------------------------------------------------------------ one call
 
     def call(self, request: dict):
-        """Send one call; return its result as plain data (or a handle); raise what it raised."""
+        """Send one call; return its result as data (or a handle); raise what it raised."""
         if self._lost:
-            raise AnswerFailed(f"not called: {self._lost}")
+            raise AnswerNotCalled(f"not called: {self._lost}")
         self._calls += 1
-        call_id = f"{self._calls}-{os.urandom(4).hex()}"
-        self._failure = None
-        wire = {**request, "call": call_id,
-                "args": [self._to_wire(value) for value in request.get("args", ())],
-                "kwargs": {key: self._to_wire(value) for key, value in request.get("kwargs", {}).items()}}
+        call_id = f"{self._calls}-{os.urandom(8).hex()}"
+        self._connect()
+        wire_request = {key: value for key, value in request.items() if key not in ("args", "kwargs")}
+        wire_request.update(call=call_id, socket=self._link.path,
+                            args=wire.encode(list(request.get("args", ())), self._argument),
+                            kwargs=wire.encode(dict(request.get("kwargs", {})), self._argument))
         self._sync_out()
         code = ("__import__('s09_jsonl_transcript.grading.student_side', fromlist=['call']).call("
-                f"{json.dumps(wire)!r})")
-        result = self._execute(code, allow_stdin=True, serve=True, call_id=call_id)
+                f"{json.dumps(wire_request)!r})")
+        result = self._execute(code, call_id=call_id)
         self._sync_back()
-        if self._failure is not None:
-            raise self._failure
         return self._result(result)
 
     def _result(self, result):
         if result is None:
-            raise AnswerFailed("the student's kernel sent no result for this call")
-        if "raised" in result:
-            return _raise(raised_again(str(result["raised"]), str(result.get("message", ""))))
-        if "not_json" in result:
-            raise AnswerFailed(f"the answer returned a {str(result['not_json'])[:80]}, which is not JSON data "
-                               "(lists, dicts, strings, numbers, booleans and None cross to the grader)")
-        if "object" in result and type(result["object"]) is int:
-            return RemoteObject(self, result["object"])
-        if result.get("callable") is True:
-            return CALLABLE
-        if isinstance(result.get("value"), str):
+            raise AnswerRefused(self._link.broken or "the student's kernel sent no result for this call")
+        header, data = result
+        self._take_output(header)
+        self._stand_ins.place(header.get("positions"))
+        if "raised" in header:
             try:
-                return json.loads(result["value"])
-            except (ValueError, RecursionError):
-                raise AnswerFailed("the student's kernel sent a result that is not JSON") from None
-        raise AnswerFailed("the student's kernel sent a malformed result")
+                error = wire.rebuild_exception(header["raised"], known_exceptions(), self._returned, RESERVED)
+            except wire.Malformed:
+                raise AnswerRefused("the student's kernel described the answer's exception in a malformed "
+                                    "way") from None
+            if not isinstance(error, Exception):
+                raise AnswerFailed(f"the answer raised {type(error).__name__}: {error}"[:2000])
+            raise error
+        if "too_large" in header:
+            raise AnswerRefused(f"the answer returned more than {wire.VALUE_LIMIT >> 20} MiB of data, the limit of "
+                                "what crosses to the checks")
+        if type(header.get("object")) is int:
+            return RemoteObject(self, header["object"])
+        if header.get("callable") is True:
+            return CALLABLE
+        if "value" in header:
+            try:
+                return wire.decode(data.decode("ascii"), self._returned)
+            except (wire.Malformed, UnicodeDecodeError):
+                raise AnswerRefused("the student's kernel sent a result that is not what its end of the channel "
+                                    "writes") from None
+        raise AnswerRefused("the student's kernel sent a malformed result")
+
+    def _take_output(self, header: dict) -> None:
+        printed, tail = header.get("printed"), header.get("tail")
+        if type(printed) is int and printed > 0:
+            self._printed += printed
+            self._tail = (self._tail + (tail if isinstance(tail, str) else ""))[-OUTPUT_TAIL:]
+
+    def cell_output(self) -> str:
+        """What the answers printed during the current cell, as JSON: {"characters": n, "tail": "..."}."""
+        return json.dumps({"characters": self._printed, "tail": self._tail})
 
     # ------------------------------------------------------------------ the kernel's messages
 
@@ -181,9 +211,14 @@ class StudentKernel:
             context = zmq.Context()
             context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_LIMIT)  # a flood is cut off by zmq, not read
             client = BlockingKernelClient(context=context)
-            client.load_connection_file(os.environ[CONNECTION_VARIABLE])
-            client.start_channels(shell=True, iopub=False, stdin=True, hb=True, control=False)
+            connection = os.environ[CONNECTION_VARIABLE]
+            client.load_connection_file(connection)
+            client.start_channels(shell=True, iopub=False, stdin=False, hb=True, control=False)
             self._client = client
+            # Before the student's kernel runs any code of the student's: the socket and the exchange
+            # folder are this side's from the start.
+            self._link = _Link(str(Path(connection).parent / SOCKET_NAME))
+            self._exchange = exchange.open_root(os.environ[EXCHANGE_VARIABLE])
             self._wait_until_ready()
         return self._client
 
@@ -197,49 +232,70 @@ class StudentKernel:
                 continue
             if reply["parent_header"].get("msg_id") == message_id:
                 if self._guard() is not None:  # the guard's snapshot, before any of the student's code runs
-                    self._execute("", allow_stdin=False, serve=False)
+                    self._execute("")
                 return
         self._lost = "the student's kernel did not start"
 
-    def _execute(self, code: str, *, allow_stdin: bool, serve: bool, call_id: str | None = None):
-        """Run code in the student's kernel, serving its stdin requests; return the call's result, if any."""
+    def _execute(self, code: str, *, call_id: str | None = None):
+        """Run code in the student's kernel, serving its stand-ins' requests; return the call's result, if any."""
         client = self._connect()
         if self._lost:
-            raise AnswerFailed(f"not called: {self._lost}")
+            raise AnswerNotCalled(f"not called: {self._lost}")
         import zmq
 
-        message_id = client.execute(code, store_history=False, allow_stdin=allow_stdin, stop_on_error=False,
+        message_id = client.execute(code, store_history=False, allow_stdin=False, stop_on_error=False,
                                     user_expressions=self._verdict_request())
-        poller = zmq.Poller()
-        poller.register(client.shell_channel.socket, zmq.POLLIN)
-        poller.register(client.stdin_channel.socket, zmq.POLLIN)
+        shell = client.shell_channel.socket
         started = last_beat = time.monotonic()
-        result = None
+        answered = []  # the call's result, once it came
+
+        def answer(header, data):
+            if self._answer(header, data, call_id) is not None:
+                answered.append((header, data))
+                return True
+            return False
+
+        poller, watched = zmq.Poller(), None
+        poller.register(shell, zmq.POLLIN)
+        poller.register(self._link.listener, zmq.POLLIN)
         while True:
             now = time.monotonic()
             if now - started > _timeout():
                 self._lost = f"an earlier call ran longer than {_timeout():g} s"
-                raise AnswerFailed(f"the call ran longer than {_timeout():g} s")
+                raise AnswerTimedOut(f"the call ran longer than {_timeout():g} s")
             if client.hb_channel.is_beating():
                 last_beat = now
             elif now - last_beat > min(_HEARTBEAT_GRACE, _timeout() / 3):
                 self._no_heartbeat()
-            ready = dict(poller.poll(200))
-            if client.stdin_channel.socket in ready:
-                request = _parsed(client.stdin_channel.get_msg(timeout=0))
-                if request is not None and serve and request.get("call") == call_id:
-                    if request.get("op") == "result":
-                        result = request
-                        client.input("")
-                    else:
-                        client.input(self._serve(request))
-                else:
-                    client.input("\x04")  # EOF: nothing is asked for outside a call
-            if client.shell_channel.socket in ready:
+            if self._link.connection is not watched:  # a new connection: poll it instead
+                if watched is not None:
+                    poller.unregister(watched)
+                watched = self._link.connection
+                if watched is not None:
+                    poller.register(watched, zmq.POLLIN)
+            ready = dict(poller.poll(200))  # a plain socket comes back as its descriptor
+            if len(ready) > (shell in ready):
+                self._link.pump(answer, accept=self._link.listener.fileno() in ready,
+                                until=min(started + _timeout(), time.monotonic() + 1))
+            if shell in ready:
                 reply = client.shell_channel.get_msg(timeout=0)
                 if reply.get("parent_header", {}).get("msg_id") == message_id:
+                    self._link.pump(answer, accept=True, until=0)  # what was sent before the reply
+                    result = answered[-1] if answered else None
                     self._read_reply(reply, result, asked_again=not code)
                     return result
+
+    def _answer(self, header: dict, data: bytes, call_id: str | None):
+        """Serve one request of the student's end: reply to it, or return it when it is the call's result."""
+        if call_id is None or header.get("call") != call_id:
+            if header.get("op") != "result":
+                self._link.send({"refused": "no call of the grader's is running"})
+            return None
+        if header.get("op") == "result":
+            return header, data
+        reply, payload = self._stand_ins.serve(header)
+        self._link.send(reply, payload)
+        return None
 
     def _no_heartbeat(self) -> None:
         """The heartbeat stopped: raise why, as the grader saw it from outside; return while it has not seen it.
@@ -276,16 +332,12 @@ class StudentKernel:
         return self._guard_key
 
     def _read_reply(self, reply: dict, result, asked_again: bool) -> None:
-        """Stop on the output limit; else make sure of the guard's verdict, also after a cell that failed."""
+        """Make sure of the guard's verdict, also after a cell that failed."""
         content = reply.get("content") or {}
-        raised = result.get("raised") if isinstance(result, dict) else content.get("ename")
-        if self._guard() is not None and raised == OUTPUT_LIMIT_ERROR:
-            self._lost = "the student's kernel printed more than the output limit"
-            raise StudentOutputLimit(self._lost)
         if content.get("status") == "ok" or asked_again:  # an empty cell that fails, too, brings no verdict
             self._read_verdict(reply)
         elif self._guard() is not None:  # no user expressions after an error: an empty cell brings the verdict
-            self._execute("", allow_stdin=False, serve=False)
+            self._execute("")
 
     def _read_verdict(self, reply: dict) -> None:
         """Raise TamperingDetected when the guard's signed verdict is missing, forged or names a change."""
@@ -311,102 +363,239 @@ class StudentKernel:
             self._lost = "the guard in the student's kernel found its machinery changed"
             raise TamperingDetected("; ".join(str(problem) for problem in problems)[:2000])
 
-    # ------------------------------------------------------------------ stand-ins
+    # ------------------------------------------------------------------ what crosses
 
-    def _to_wire(self, value):
-        if value is None or type(value) in (bool, int, float, str):
-            return value
+    def _argument(self, value):
+        """The typed form of an argument that is not plain data (wire.encode's special hook), or None."""
         if isinstance(value, RemoteObject):
-            return {"$object": value._handle}
+            return {"$handle": value._handle}
         if isinstance(value, Path):
-            return {"$path": str(self._exchange_path(value))}
+            return {"$path": self._exchange_path(value)}
         from s09_jsonl_transcript.code import JSONLTranscript
 
         if isinstance(value, JSONLTranscript):
-            return {"$transcript": str(self._exchange_path(value.path))}
-        if isinstance(value, (list, tuple)):
-            items = [self._to_wire(item) for item in value]
-            return items if isinstance(value, list) else {"$tuple": items}
-        if isinstance(value, dict):
-            return {"$dict": {str(key): self._to_wire(item) for key, item in value.items()}}
-        number = len(self._stand_ins) + 1  # kept for later calls: an object may hold on to a clock
+            return {"$transcript": self._exchange_path(value.path)}
+        if isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
+            return None
+        return self._stand_ins.add(value)
+
+    def _returned(self, kind: str, payload):
+        """A path the answer returned into the exchange folder is the check's own path again."""
+        if kind != "$path" or not isinstance(payload, str):
+            return NotImplemented
+        inside = Path(os.environ.get(EXCHANGE_VARIABLE, "/nonexistent")) / "files"
+        returned = Path(payload)
+        for here, number in self._paths.items():
+            copy = inside / str(number) / (here.name or "root")
+            if returned == copy or copy in returned.parents:
+                return here / returned.relative_to(copy)
+        return returned
+
+    # ------------------------------------------------------------------ the exchange folder
+
+    def _exchange_path(self, path: Path) -> str:
+        key = Path(os.path.abspath(path))
+        if key not in self._paths:
+            self._paths[key] = len(self._paths) + 1
+        return f"{os.environ[EXCHANGE_VARIABLE]}/files/{self._paths[key]}/{key.name or 'root'}"
+
+    def _folder_of(self, number: int) -> int:
+        return exchange.open_path(self._exchange, ["files", str(number)], create=True)
+
+    def _sync_out(self) -> None:
+        """Before a call: the exchange folder holds what this side holds at every path a call was given."""
+        for here, number in list(self._paths.items()):
+            folder = self._folder_of(number)
+            try:
+                exchange.copy_out(here, folder, here.name or "root")
+            finally:
+                os.close(folder)
+            if not here.parent.is_dir():  # the check's folder is gone: so is what it gave the answer
+                del self._paths[here]
+
+    def _sync_back(self) -> None:
+        """After a call: this side holds what the answer left in the exchange folder (within limits)."""
+        budget = exchange.Budget(EXCHANGE_LIMIT)
+        for here, number in list(self._paths.items()):
+            if not here.parent.is_dir():
+                continue
+            folder = self._folder_of(number)
+            try:
+                exchange.copy_back(folder, here.name or "root", here, budget)
+            finally:
+                os.close(folder)
+        self.left_out = budget.left_out
+
+
+def _reset_each_cell(kernel: StudentKernel) -> None:
+    """In the trusted kernel, forget what the answers printed when the next cell starts."""
+    try:
+        shell = get_ipython()  # noqa: F821 - defined in an IPython kernel
+    except NameError:
+        return
+
+    def reset(*_):
+        kernel._printed, kernel._tail = 0, ""
+
+    shell.events.register("pre_run_cell", reset)
+
+
+_BURST_WAIT = 0.05  # seconds the channel waits for a stand-in's next request before it looks at the kernel again
+
+
+class _Link:
+    """This side's end of the socket on which the student's end asks for what its stand-ins need."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address, folder = wire.socket_address(path)
+        try:
+            self.listener.bind(address)
+        finally:
+            if folder is not None:
+                os.close(folder)
+        os.chmod(path, 0o666)
+        self.listener.listen(4)
+        self.listener.setblocking(False)
+        self.connection = None
+        self.reader = None
+        self.broken = None  # why the student's end was cut off, once it was
+
+    def pump(self, answer, *, accept: bool, until: float) -> None:
+        """Take a new connection (accept), then serve whole frames with answer(header, data) as they come.
+
+        After each frame it waits a moment for the next: a reader asking for one byte at a time
+        then costs one round trip per request, without a trip through the kernel's poller. It
+        returns at until, after a moment without a frame, or once answer says the call's result came
+        (with until 0, once nothing more is waiting).
+        """
+        if accept:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                connection = None
+            if connection is not None:
+                self._close()
+                self.connection, self.reader = connection, wire.FrameReader()
+        while self.connection is not None:
+            self.connection.settimeout(max(0.0, min(_BURST_WAIT, until - time.monotonic())))
+            try:
+                chunk = self.connection.recv(1 << 20)
+            except (TimeoutError, BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._close()
+                return
+            try:
+                frames = self.reader.feed(chunk)
+            except wire.Malformed as error:
+                self.broken = f"the student's kernel broke the channel: {error}"
+                self._close()
+                return
+            if any([answer(header, data) for header, data in frames]) or 0 < until <= time.monotonic():
+                return
+
+    def send(self, header: dict, data: bytes = b"") -> None:
+        if self.connection is None:
+            return
+        try:
+            self.connection.settimeout(_timeout())
+            self.connection.sendall(wire.frame(header, data))
+        except OSError:
+            self._close()
+
+    def _close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+        self.connection = None
+
+
+class StandIns:
+    """The files, iterators and clocks this side holds for the answers, and the requests that read them."""
+
+    def __init__(self):
+        self.held = {}  # number -> the file, iterator or clock
+        self.served = 0  # requests answered: a test counts them per byte read
+
+    def add(self, value):
+        """The typed form of a stand-in for value (numbered, kept for later calls), or None if it is none."""
+        number = len(self.held) + 1  # kept: an object the answer made may hold on to a clock
         if hasattr(value, "read") and hasattr(value, "seek"):
-            self._stand_ins[number] = value
+            self.held[number] = value
             return {"$file": number}
         if hasattr(value, "__next__"):
-            self._stand_ins[number] = value
+            self.held[number] = value
             return {"$iterator": number}
         if callable(value):
-            self._stand_ins[number] = value
+            self.held[number] = value
             return {"$clock": number}
-        raise TypeError(f"a {type(value).__name__} cannot cross to the student's kernel")
+        return None
 
-    def _serve(self, request: dict) -> str:
-        """The answer to one request of a stand-in, as JSON text."""
+    def place(self, positions) -> None:
+        """After a call: each file the answer used is where the answer left it (its seeks cost no request)."""
+        for number, position in (positions.items() if isinstance(positions, dict) else ()):
+            target = self.held.get(int(number)) if str(number).isdigit() else None
+            if target is not None and type(position) is int and position >= 0:
+                try:
+                    target.seek(position)
+                except Exception:  # noqa: BLE001 - the check's own file: it keeps its position
+                    pass
+
+    def serve(self, request: dict) -> tuple:
+        """(reply header, reply data) for one request; what the stand-in raised is described, to raise there."""
+        self.served += 1
         op = request.get("op")
         number = request.get("file", request.get("iterator", request.get("clock")))
-        target = self._stand_ins.get(number) if type(number) is int else None
+        target = self.held.get(number) if type(number) is int else None
         if target is None:
-            return "\x04"
+            return {"refused": "no such stand-in"}, b""
         try:
-            if op in ("read", "readline"):
-                size = request.get("size")
-                size = size if type(size) is int else -1
+            if op == "state":
+                return _file_state(target), b""
+            if op in ("read", "readline", "seek"):
+                at = request.get("at")
+                if type(at) is int and at >= 0:
+                    target.seek(at)
+                if op == "seek":
+                    offset, whence = wire.decode(request.get("offset", "0")), wire.decode(request.get("whence", "0"))
+                    return {"value": target.seek(offset, whence)}, b""
+                size = wire.decode(request.get("size", "-1"))
                 data = target.read(size) if op == "read" else target.readline(size)
-                return json.dumps({"data": base64.b64encode(data).decode()})
-            if op == "seek":
-                offset, whence = request.get("offset"), request.get("whence", io.SEEK_SET)
-                if type(offset) is not int or whence not in (0, 1, 2):
-                    return json.dumps({"value": target.tell()})
-                return json.dumps({"value": target.seek(offset, whence)})
-            if op == "tell":
-                return json.dumps({"value": target.tell()})
+                return {"position": target.tell()}, bytes(data)
             if op == "next":
                 try:
                     item = next(target)
                 except StopIteration:
-                    return json.dumps({"stop": True})
-                return json.dumps({"item": self._to_wire(item)})
+                    return {"stop": True}, b""
+                return {"item": wire.encode(item)}, b""
             if op == "tick":
-                now = target()
-                return json.dumps({"value": now.isoformat() if isinstance(now, datetime) else str(now)})
-        except Exception as error:  # noqa: BLE001 - the check's own stand-in raised: the check reports it
-            self._failure = self._failure or error
-            return json.dumps({"stop": True, "data": "", "value": 0})
-        return "\x04"
+                return {"value": wire.encode(target())}, b""
+        except wire.Malformed:
+            return {"refused": "a malformed request"}, b""
+        except Exception as error:  # noqa: BLE001 - what the check's stand-in raises is raised in the answer
+            return {"raised": wire.describe_exception(error)}, b""
+        return {"refused": f"no such request {str(op)[:40]!r}"}, b""
 
-    # ------------------------------------------------------------------ the exchange folder
 
-    def _exchange_path(self, path: Path) -> Path:
-        key = Path(os.path.abspath(path))
-        if key not in self._paths:
-            folder = Path(os.environ[EXCHANGE_VARIABLE]) / "files" / str(len(self._paths) + 1)
-            folder.mkdir(parents=True, exist_ok=True)
-            self._paths[key] = folder / (key.name or "root")
-        return self._paths[key]
-
-    def _sync_out(self) -> None:
-        """Before a call: the exchange folder holds what this side holds at every path a call was given."""
-        for here, there in list(self._paths.items()):
-            if not here.parent.is_dir():  # the check's folder is gone: so is what it gave the answer
-                mirror(here, there)
-                del self._paths[here]
-                continue
-            mirror(here, there)
-
-    def _sync_back(self) -> None:
-        """After a call: this side holds what the answer left in the exchange folder."""
-        budget = [EXCHANGE_LIMIT]
-        for here, there in list(self._paths.items()):
-            if here.parent.is_dir():
-                mirror(there, here, budget)
+def _file_state(target) -> dict:
+    """The size of a served file and the position in it (the student's end seeks and tells by them)."""
+    try:
+        position = target.tell()
+        size = target.seek(0, os.SEEK_END)
+        target.seek(position)
+    except Exception:  # noqa: BLE001 - a file that cannot tell: every seek is then asked here
+        return {"size": None, "position": None}
+    return {"size": size, "position": position}
 
 
 CALLABLE = object()  # an attribute that is a method: called through the handle
-
-
-def _raise(error):
-    raise error
 
 
 def _timeout() -> float:
@@ -414,69 +603,6 @@ def _timeout() -> float:
         return float(os.environ.get(TIMEOUT_VARIABLE, "15"))
     except ValueError:
         return 15.0
-
-
-def _parsed(message: dict):
-    """A stand-in's request (the input_request's prompt, as JSON), or None."""
-    try:
-        request = json.loads(message["content"]["prompt"])
-    except (KeyError, TypeError, ValueError, RecursionError):
-        return None
-    return request if isinstance(request, dict) else None
-
-
-def mirror(source: Path, target: Path, budget: list | None = None) -> None:
-    """Make target hold what source holds: regular files and folders only, files changed in place.
-
-    A link, a device or anything else that is not a regular file or folder is left out; past
-    budget[0] bytes, the remaining files are left out.
-    """
-    try:
-        info = os.lstat(source)
-    except FileNotFoundError:
-        _remove(target)
-        return
-    if stat.S_ISDIR(info.st_mode):
-        if target.is_symlink() or (target.exists() and not target.is_dir()):
-            _remove(target)
-        target.mkdir(parents=True, exist_ok=True)
-        names = {entry.name for entry in os.scandir(source)}
-        for entry in os.scandir(target):
-            if entry.name not in names:
-                _remove(target / entry.name)
-        for name in sorted(names):
-            mirror(source / name, target / name, budget)
-        return
-    if not stat.S_ISREG(info.st_mode) or (budget is not None and budget[0] < info.st_size):
-        _remove(target)
-        return
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        descriptor = os.open(source, flags)
-    except OSError:
-        _remove(target)
-        return
-    with open(descriptor, "rb") as file:
-        data = file.read(info.st_size + 1)
-    if budget is not None:
-        budget[0] -= len(data)
-    if target.is_symlink() or target.is_dir():
-        _remove(target)
-    try:
-        if target.read_bytes() == data:
-            return
-    except OSError:
-        pass
-    with open(target, "r+b" if target.exists() else "wb") as file:  # in place: open handles see the change
-        file.write(data)
-        file.truncate()
-
-
-def _remove(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
 
 
 class AnswerFunction:

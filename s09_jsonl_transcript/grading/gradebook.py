@@ -4,8 +4,10 @@
 the total and the points possible (of those exercises). The students are the roster's (a file
 given with --roster), in its order, then anyone who submitted without being on it; without a
 roster, whoever the submissions' names say.
-A cell holds the score, "missing" when the student submitted nothing for that exercise, or
-"not attempted" when every answer cell still holds the released stub (scored 0).
+A cell holds the score, "missing" when the student submitted nothing for that exercise,
+"not attempted" when every answer cell still holds the released stub (scored 0), or "grader error"
+when the grader itself failed on the submission (its reference run, its sandbox, its own files):
+that is not a 0, it counts in no total, and the row's note says to regrade it.
 
 Who a submission belongs to comes from its label (its path relative to the folder graded):
 
@@ -28,6 +30,7 @@ from .source import ExerciseSource, SourceError
 
 MISSING = "missing"
 NOT_ATTEMPTED = "not attempted"
+GRADER_ERROR = "grader error"
 _EXERCISE_PART = re.compile(r"^ex\d\d(?:$|[_-])")
 _EXERCISE_TOKEN = re.compile(r"(?:^|[_\-. ])ex\d\d(?=$|[_\-. ])")
 
@@ -118,6 +121,8 @@ def gradebook_rows(reports: list, sources: dict, roster: list | None = None) -> 
             report = chosen.get((student, exercise))
             if report is None:
                 cells.append(MISSING)
+            elif report.get("status") == "error":
+                cells.append(GRADER_ERROR)
             elif report.get("attempted") is False:
                 cells.append(NOT_ATTEMPTED)
             else:
@@ -126,6 +131,9 @@ def gradebook_rows(reports: list, sources: dict, roster: list | None = None) -> 
         unknown = [report["submission"] for (who, exercise), report in chosen.items()
                    if who == student and exercise not in sources]
         notes = []
+        failed = [exercise for exercise, cell in zip(exercises, cells) if cell == GRADER_ERROR]
+        if failed:
+            notes.append(f"the grader failed on {', '.join(failed)}: not graded, regrade")
         if roster is not None and student not in roster:
             notes.append("not on the roster")
         if unknown:

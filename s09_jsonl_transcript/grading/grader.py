@@ -4,7 +4,7 @@ A report is a plain dict, written as JSON:
 
     {"submission": "alice/ex01_last_turn_replay.ipynb", "exercise": "ex01",
      "status": "graded" | "rejected" | "error", "reason": null, or why it was not graded, or
-     why a graded notebook scored what it did (tampering detected, output limit, out of memory),
+     why a graded notebook scored what it did (tampering detected, too much output, out of memory),
      in English and Chinese (see words.py),
      "score": 7, "max_score": 14, "source": "instructor" | "selfcheck", "seconds": 4.2,
      "sandbox": "sandboxed with bubblewrap: ..." | "unsandboxed: ...",
@@ -39,7 +39,6 @@ from . import sandbox as sandboxing
 from .assemble import (
     SubmissionError,
     answer_sources,
-    build_notebook,
     exercise_of,
     read_submission,
     reference_program,
@@ -48,7 +47,7 @@ from .assemble import (
 )
 from .runner import RunResult, RunSettings, run_notebook
 from .source import KIND_INSTRUCTOR, ExerciseSource, pass_line
-from .words import NOT_GRADED, NOT_RUN, TAMPERING, both, labelled, printable
+from .words import NOT_GRADED, NOT_RUN, OUT_OF_MEMORY, TAMPERING, both, labelled, printable
 
 GRADED, REJECTED, ERROR = "graded", "rejected", "error"
 
@@ -123,20 +122,13 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
         reference = reference_values(source, settings) if source.kind == KIND_INSTRUCTOR else None
     except (ReferenceFailed, sandboxing.MemoryGroupFailed) as error:
         return grader_fault(str(error))
-    try:
-        if reference is None:  # a self-check copy: its visible checks run in the student's own kernel
-            run = run_notebook(build_notebook(source, answers), settings)
-        else:
-            run = run_notebook(trusted_notebook(source, reference), settings, student_program(source, answers))
+    try:  # a self-check copy has no reference: its checks expect the pass lines saved in it
+        run = run_notebook(trusted_notebook(source, reference), settings, student_program(source, answers))
     except sandboxing.MemoryGroupFailed as error:
         return grader_fault(str(error))
     except Exception as error:  # a fault of this machine or of the grader, not of the submission
         return grader_fault(f"could not run the notebook: {error!r}")
-    if options.detect_tampering and reference is None and run.guard != "ready" and (run.cells or run.guard):
-        return _report(label, source, ERROR, labelled(_GRADER_FAULT, "the grader's guard did not start: "
-                                                      f"{run.guard or 'no word from it'}"),
-                       seconds=run.seconds, sandbox_note=box.note, seed=options.seed)
-    if not run.cells and not run.timed_out and not run.stopped:
+    if not run.cells and not run.timed_out and not run.stopped and not run.memory_exceeded:
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, "the nbval run reported no cells; its output "
                                                       "ends with:\n" + run.log_tail[-1000:]),
                        seconds=run.seconds, sandbox_note=box.note, seed=options.seed)
@@ -221,7 +213,7 @@ def _graded_reason(run: RunResult, checks: list) -> str | None:
         return run.memory_exceeded
     if run.stopped:
         return run.stopped
-    memory = [check["feedback"] for check in checks if "out of memory" in check["feedback"]]
+    memory = [check["feedback"] for check in checks if check["feedback"].startswith(OUT_OF_MEMORY)]
     return memory[0] if memory else None
 
 
@@ -254,16 +246,28 @@ def _scored_checks(source: ExerciseSource, run: RunResult, options: GradingOptio
             limit = f"{options.total_timeout:g}"
             feedback = labelled(NOT_RUN, both(f"the notebook went over the overall time limit of {limit} s",
                                               f"整个笔记本超过了 {limit} 秒的总时限"))
+        elif run.memory_exceeded:
+            feedback = labelled(NOT_RUN, run.memory_exceeded)
         else:
             feedback = labelled(NOT_RUN, both(f"the grading run ended early (pytest exit status {run.exit_code})",
                                               f"评分运行提前结束了（pytest 退出状态 {run.exit_code}）"))
         passed = outcome is not None and outcome.passed
-        checks.append(_check_entry(check, check.points if passed else 0, feedback))
+        entry = _check_entry(check, check.points if passed else 0, feedback)
+        if outcome is not None and outcome.printed and outcome.printed.get("characters"):
+            entry["printed"] = _printed_words(outcome.printed)
+        checks.append(entry)
     return checks
 
 
+def _printed_words(printed: dict) -> str:
+    """What the answers printed during a visible check that failed: how much, and its end."""
+    characters, tail = printed.get("characters", 0), printable(str(printed.get("tail", "")))
+    return both(f"your answers printed {characters:,} characters during this check; the last ones:",
+                f"这个检查运行时你的答案打印了 {characters:,} 个字符；最后的部分：") + "\n" + tail
+
+
 def _check_entry(check, score: int, feedback: str) -> dict:
-    return {"name": check.name, "score": score, "max_score": check.points,
+    return {"name": check.name, "id": check.id, "score": score, "max_score": check.points,
             "visibility": "hidden" if check.hidden else "visible", "feedback": printable(feedback)}
 
 

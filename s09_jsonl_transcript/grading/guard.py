@@ -16,7 +16,9 @@ checks that are fooled without touching the machinery (for example by an answer 
 check's own frame). README section "What the grader does and does not stop" keeps the list.
 
 It also caps what the notebook prints (the output limit), inside the kernel where the printing
-happens, so that a loop of prints fails with a clear error instead of flooding the grader.
+happens: past the limit, output is cut, not sent, and never an error (nobody reads the student's
+kernel's output). It counts every character and keeps the last few thousand, which the channel
+reports to the grader after each call.
 """
 
 from __future__ import annotations
@@ -42,8 +44,32 @@ _ALLOWED_HOOKS = (("matplotlib_inline.backend_inline", "flush_figures"),
                   ("IPython.extensions.autoreload", "AutoreloadMagics.post_execute_hook"))
 
 
-class OutputLimitExceeded(RuntimeError):
-    """The notebook printed more than the grader allows."""
+class Output:
+    """What the notebook printed: every character counted, the first output_limit of them let through, the
+    last TAIL kept for the grader's report.
+
+    Nobody reads the student's kernel's output during a grading, so what goes past the limit is cut,
+    not an error: printing never costs a check.
+    """
+
+    TAIL = 4000
+
+    def __init__(self, limit: int):
+        self.limit, self.characters, self._tail = limit, 0, ""
+
+    def take(self, text) -> bool:
+        """Count text; True while it is still within the limit (to be written)."""
+        text = text if isinstance(text, str) else str(text)
+        self.characters += len(text)
+        self._tail = (self._tail + text)[-self.TAIL:]
+        return self.characters <= self.limit
+
+    def tail(self, characters: int) -> str:
+        """The last characters printed (at most TAIL)."""
+        return self._tail[-characters:] if characters > 0 else ""
+
+
+output = None  # the notebook's Output, once the guard is loaded
 
 
 def load_ipython_extension(shell) -> None:
@@ -51,7 +77,9 @@ def load_ipython_extension(shell) -> None:
     path = Path(shell.profile_dir.location) / KEY_FILE
     settings = json.loads(path.read_text(encoding="utf-8"))
     path.unlink()
+    global output
     guard = _Guard(shell, int(settings["output_limit"]))
+    output = guard.output
     key = bytes.fromhex(settings["key"])
     del settings
 
@@ -76,23 +104,20 @@ class _Guard:
         self.problems = []
         self.cell_hash = ""
         self.pristine = TransformerManager()  # IPython's own transforms, out of reach of the cells' changes
-        self.printed = 0
-        self.output_limit = output_limit
+        self.output = Output(output_limit)
         for stream in (sys.stdout, sys.stderr):
-            stream.write = self._limited(stream.write, len)
+            stream.write = self._limited(stream.write, lambda text="", *args, **kwargs: text)
         shell.display_pub.publish = self._limited(shell.display_pub.publish,
-                                                  lambda data=None, *args, **kwargs: len(repr(data)))
+                                                  lambda data=None, *args, **kwargs: repr(data))
 
     # ------------------------------------------------------------------ output limit
 
-    def _limited(self, write, size):
+    def _limited(self, write, text_of):
         def limited(*args, **kwargs):
-            self.printed += size(*args, **kwargs)
-            if self.printed > self.output_limit:
-                limit = f"{self.output_limit:,}"
-                raise OutputLimitExceeded(f"the notebook printed more than {limit} characters, the grader's output "
-                                          f"limit · 笔记本的输出超过了 {limit} 个字符，这是评分程序的输出上限")
-            return write(*args, **kwargs)
+            text = text_of(*args, **kwargs)
+            if self.output.take(text):
+                return write(*args, **kwargs)
+            return len(text) if isinstance(text, str) else None  # cut: as if written
         return limited
 
     # ------------------------------------------------------------------ looking

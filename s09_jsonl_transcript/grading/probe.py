@@ -10,7 +10,9 @@ itself non-dumpable so that a kernel running as the same user cannot open it thr
   whole cell timeout;
 - fails a cell whose execution the kernel reported as an error even if no error was displayed
   (student code can silence the traceback display);
-- counts what the notebook prints and stops it past the output limit (`--s09-output-limit`);
+- counts what the notebook prints and stops it past twice the output limit (`--s09-output-limit`):
+  the trusted kernel prints only what the checks print, and a check may quote a value it got;
+- after a visible check fails, asks the trusted kernel what the answers printed while it ran;
 - with `--s09-guard`, asks the grader's guard (guard.py, loaded into the kernel before any answer
   code) for a signed verdict after each check cell, and fails the check, reporting tampering, when
   the verdict is missing, forged, about another cell, or names an interference;
@@ -39,7 +41,19 @@ from queue import Empty
 
 import pytest
 
-from s09_jsonl_transcript.grading.words import NOT_RUN, PASSED, STOPPED, TAMPERING, TIMED_OUT, both, labelled
+from s09_jsonl_transcript.grading.words import (
+    FAILED,
+    NOT_RUN,
+    OUT_OF_MEMORY,
+    PASSED,
+    REFUSED,
+    STOPPED,
+    TAMPERING,
+    TIMED_OUT,
+    TOO_MUCH_OUTPUT,
+    both,
+    labelled,
+)
 
 # nbval imports nbformat, which imports jsonschema, which imports rfc3987_syntax if it can: that
 # builds a parser for IRIs at import time, about 3 s of CPU in every grading run, for a format no
@@ -55,7 +69,12 @@ HIDDEN_ERROR = both("the cell raised an error that was kept from its output (was
                     "这个单元抛出了错误，但错误没有出现在输出里（错误的显示方式被改过了吗？）")
 GUARD_KEY_FILE = "s09_guard.json"  # in the kernel's IPython profile folder; the guard reads and deletes it
 VERDICT = "s09_verdict"
-OUTPUT_LIMIT_ERROR = "OutputLimitExceeded"  # raised by the guard's print limit inside the kernel
+CONNECTION_VARIABLE = "S09_STUDENT_CONNECTION"  # set (channel.py's name) when the answers run in a kernel of their own
+# The channel's verdicts on a call, by the name of what it raises in the check cell (an answer's own exception of
+# one of these names crosses renamed), and the label each lost point gets. Their messages are the grader's words,
+# but for AnswerFailed's, which may quote what the answer raised (a hidden check shows none of it).
+CHANNEL_LABELS = {"AnswerTimedOut": TIMED_OUT, "AnswerRefused": REFUSED, "AnswerNotCalled": NOT_RUN,
+                  "AnswerFailed": FAILED}
 
 
 KERNEL_STOPPED = both("the kernel was stopped (SIGSTOP) while running a cell, so it was ended",
@@ -176,8 +195,10 @@ def _watch_the_kernel(config) -> None:
         # The guard stops prints past the limit inside the kernel; this catches what goes around it.
         if self.s09_output > 2 * config._s09_output_limit + 65536:
             limit = f"{config._s09_output_limit:,}"
-            _stop(config, self, both(f"the notebook printed more than the output limit of {limit} bytes, so it was "
-                                     "stopped", f"笔记本的输出超过了 {limit} 字节的上限，因此被终止"))
+            _stop(config, self, labelled(TOO_MUCH_OUTPUT, both(
+                f"the checks printed more than {limit} characters (a check quotes the values it got), so the "
+                "notebook was stopped",
+                f"检查打印的内容超过了 {limit} 个字符（检查会引用它得到的值），因此笔记本被终止")))
             raise OutputLimitError(config._s09_stopped)
         return message
 
@@ -340,7 +361,34 @@ def pytest_runtest_makereport(item, call):
     message = {"kind": "cell", "cell": cell, "outcome": result, "feedback": feedback}
     if getattr(item.config, "_s09_collect", False) and _role(item) == "check" and report.when == "call":
         message["outputs"] = [dict(output) for output in getattr(item, "test_outputs", None) or []]
+    elif result == "failed" and report.when == "call" and _role(item) == "check" and not _is_hidden(item):
+        message["printed"] = _printed_by_the_answers(item)
     _send(item.config, message)
+
+
+_OUTPUT_EXPRESSION = ("__import__('s09_jsonl_transcript.grading.channel', fromlist=['student'])"
+                      ".student.cell_output()")
+
+
+def _printed_by_the_answers(item):
+    """What the answers printed in their own kernel while this check ran, as the trusted kernel recorded it.
+
+    Asked for after a visible check failed: the student reads it in the report. None when there is
+    no second kernel or nothing could be asked.
+    """
+    kernel = getattr(item.parent, "kernel", None)
+    if kernel is None or CONNECTION_VARIABLE not in os.environ or getattr(item.config, "_s09_stopped", None):
+        return None
+    try:
+        kernel.s09_reply = None
+        msg_id = kernel.kc.execute("", silent=True, store_history=False,
+                                   user_expressions={"s09_output": _OUTPUT_EXPRESSION})
+        kernel.await_reply(msg_id, timeout=10)
+        answer = (kernel.s09_reply or {}).get("user_expressions", {}).get("s09_output", {})
+        printed = json.loads(ast.literal_eval(answer["data"]["text/plain"]))
+        return {"characters": int(printed["characters"]), "tail": str(printed["tail"])[-2000:]}
+    except Exception:  # noqa: BLE001 - the record is a help for the student, never a reason to fail
+        return None
 
 
 def _judge(item, call, report) -> tuple:
@@ -356,20 +404,16 @@ def _judge(item, call, report) -> tuple:
     if found is not None:  # the channel's guard check (channel.TamperingDetected) stopped the calls
         _send(item.config, {"kind": "tampering", "what": found})
         return "failed", labelled(TAMPERING, STUDENT_GUARD_FOUND)
-    why = _student_kernel_stopped(item) if report.when == "call" else None
-    if why is not None and getattr(item.config, "_s09_stopped", None) is None:
-        _stop(item.config, item.parent.kernel, why)
-        return "failed", labelled(STOPPED, why)
+    stopped_kernel = report.when == "call" and "StudentKernelStopped" in _error_names(item)
+    if stopped_kernel and getattr(item.config, "_s09_stopped", None) is None:
+        _stop(item.config, item.parent.kernel, KERNEL_STOPPED)
+        return "failed", labelled(STOPPED, KERNEL_STOPPED)
     if report.passed:
         if status not in (None, "ok"):
             return "failed", HIDDEN_ERROR
         return "passed", PASSED
-    if _is_hidden(item) and not getattr(item.config, "_s09_collect", False):
-        return "failed", _hidden_failure(item, call)
-    if _error_names(item) & {OUTPUT_LIMIT_ERROR} and getattr(item.config, "_s09_stopped", None) is None:
-        _stop(item.config, item.parent.kernel, _output_limit_reason(item.config))
-        return "failed", labelled(STOPPED, item.config._s09_stopped)
-    feedback = _describe_failure(item, call.excinfo.value if call.excinfo else None, status)
+    hidden = _is_hidden(item) and not getattr(item.config, "_s09_collect", False)
+    feedback = _describe_failure(item, call.excinfo.value if call.excinfo else None, status, hidden)
     if hasattr(report, "wasxfail"):  # nbval expects every cell after a timeout to fail
         feedback += " (after an earlier cell timed out · 前面有单元超时)"
     return "failed", feedback
@@ -377,22 +421,6 @@ def _judge(item, call, report) -> tuple:
 
 STUDENT_GUARD_FOUND = both("the guard in the student's kernel found its machinery changed",
                            "学生内核里的守卫发现内核的机制被改动过")
-
-
-def _student_kernel_stopped(item) -> str | None:
-    """Why the student's kernel was ended in this cell (the channel raised it, by name), or None."""
-    names = _error_names(item)
-    if "StudentOutputLimit" in names:
-        return _output_limit_reason(item.config)
-    if "StudentKernelStopped" in names:
-        return KERNEL_STOPPED
-    return None
-
-
-def _output_limit_reason(config) -> str:
-    limit = f"{config._s09_output_limit:,}"
-    return both(f"the notebook printed more than the output limit of {limit} characters, so it was stopped",
-                f"笔记本的输出超过了 {limit} 个字符的上限，因此被终止")
 
 
 def _tampering_found(item) -> str | None:
@@ -408,19 +436,7 @@ def _is_hidden(item) -> bool:
     return isinstance(role, dict) and role.get("hidden") is True
 
 
-def _hidden_failure(item, call) -> str:
-    """Feedback for a failed hidden check: what the grader knows, never what the kernel said."""
-    error = call.excinfo.value if call.excinfo else None
-    stopped = getattr(item.config, "_s09_stopped", None)
-    if isinstance(error, (KernelStoppedError, OutputLimitError)) or stopped:
-        return labelled(STOPPED if not stopped else NOT_RUN, stopped or KERNEL_STOPPED)
-    if isinstance(error, KernelDiedError) or "Kernel dead" in str(error or ""):
-        return both("failed: the kernel died or had died", "未通过：内核已经退出")
-    if str(error or "").startswith("Timeout of"):
-        return labelled(TIMED_OUT, both("this hidden check ran too long", "这个隐藏检查运行太久"))
-    return HIDDEN_FAILED
-
-
+HIDDEN_DETAIL = both("a hidden check: the grader shows no details", "隐藏检查：评分程序不显示细节")
 HIDDEN_FAILED = both("failed (a hidden check: the grader shows no details)", "未通过（隐藏检查：评分程序不显示细节）")
 
 
@@ -451,39 +467,51 @@ def _last_reply(item):
     return getattr(getattr(item.parent, "kernel", None), "s09_reply", None)
 
 
-def _describe_failure(item, error, status) -> str:
+def _describe_failure(item, error, status, hidden: bool) -> str:
+    """Why a cell failed, starting with its label (failed, timed out, refused, not run, ...).
+
+    For a hidden check, only what the grader itself knows: never text that the kernel printed.
+    """
     text = _ANSI.sub("", str(error or "")).strip()
     stopped = getattr(item.config, "_s09_stopped", None)
-    if isinstance(error, (KernelStoppedError, OutputLimitError)):
+    if isinstance(error, KernelStoppedError):
         return labelled(STOPPED, text)
+    if isinstance(error, OutputLimitError):
+        return text
     if stopped:  # the kernel was ended on purpose in an earlier cell
         return labelled(NOT_RUN, stopped)
     if isinstance(error, KernelDiedError):
-        return both("the kernel died while running this cell (os._exit, exit(), a crash or no memory left)",
-                    "内核在运行这个单元时退出了（os._exit、exit()、崩溃，或内存耗尽）")
+        return labelled(FAILED, both(
+            "the kernel died while running this cell (os._exit, exit(), a crash or no memory left)",
+            "内核在运行这个单元时退出了（os._exit、exit()、崩溃，或内存耗尽）"))
     if "Kernel dead on test start" in text:
         return labelled(NOT_RUN, both("the kernel had died in an earlier cell", "内核在前面的单元里就已退出"))
     if text.startswith("Timeout of"):
-        return labelled(TIMED_OUT, text.split("\n", 1)[0])  # nbval's own words
+        return labelled(TIMED_OUT, HIDDEN_DETAIL if hidden else text.split("\n", 1)[0])  # nbval's own words
     outputs = getattr(item, "test_outputs", None) or []
     errors = [out for out in outputs if out.get("output_type") == "error"]
     if errors:
         name, value = errors[-1].get("ename"), _ANSI.sub("", str(errors[-1].get("evalue") or ""))
-        described = f"{name}: {value}" if value else str(name)
+        if name in CHANNEL_LABELS and not (hidden and name == "AnswerFailed"):  # the grader's words about the call
+            return _limited(labelled(CHANNEL_LABELS[name], value + (f" ({HIDDEN_DETAIL})" if hidden else "")))
         if name == "MemoryError":
             limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-            if limit != resource.RLIM_INFINITY:
-                described += (f" (out of memory: a process may use {limit >> 20} MiB here · "
-                              f"内存不足：这里每个进程最多可用 {limit >> 20} MiB)")
-        return _limited(described)
+            detail = (both(f"a process may use {limit >> 20} MiB here", f"这里每个进程最多可用 {limit >> 20} MiB")
+                      if limit != resource.RLIM_INFINITY else name)
+            return labelled(OUT_OF_MEMORY, HIDDEN_DETAIL if hidden else f"MemoryError: {value} ({detail})")
+        if hidden:
+            return HIDDEN_FAILED
+        return _limited(labelled(FAILED, f"{name}: {value}" if value else str(name)))
     if status == "error":
         return HIDDEN_ERROR
+    if hidden:
+        return HIDDEN_FAILED
     if "Cell outputs differ" in text:
         printed = "".join(out.get("text", "") for out in outputs if out.get("output_type") == "stream")
         expected = "".join(out.get("text", "") for out in item.cell.get("outputs", ())
                            if out.get("output_type") == "stream")
-        return _limited(labelled(_VALUES_DIFFER, _first_difference(printed, expected)))
-    return _limited(text.split("\n", 1)[0] or type(error).__name__)
+        return _limited(labelled(FAILED, labelled(_VALUES_DIFFER, _first_difference(printed, expected))))
+    return _limited(labelled(FAILED, text.split("\n", 1)[0] or type(error).__name__))
 
 
 _VALUES_DIFFER = both("the values this check compares differ from the reference answer's, or the cell printed "

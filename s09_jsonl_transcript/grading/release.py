@@ -340,7 +340,10 @@ def stale_notebooks(source_folder, out_folder, text_folder=None) -> list:
 def refresh(source_folder, *, timeout: float = 120) -> list:
     """Run every instructor source top to bottom and save it with its outputs; return the paths.
 
-    Each runs in an empty temporary folder. Raises SourceError when a check does not pass.
+    Each runs in an empty temporary folder, and is saved to a file beside the source first: only
+    when that file is a source the grader accepts (every check saved its one pass line) does it
+    replace the source. Raises SourceError, and leaves the source as it was, when a check does not
+    pass.
     """
     paths = sorted(Path(source_folder).glob("ex[0-9][0-9]_*.ipynb"))
     for path in paths:
@@ -354,6 +357,36 @@ def refresh(source_folder, *, timeout: float = 120) -> list:
                 client.execute()
             except Exception as error:  # nbclient raises CellExecutionError and kernel errors
                 raise SourceError(f"{path.name}: the reference run failed: {error}") from None
-        path.write_text(notebook_json(notebook), encoding="utf-8")
-        load_source(path)  # every check saved its pass line
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.outputs = coalesced(cell.outputs)
+        _replace_when_valid(path, notebook_json(notebook))
     return paths
+
+
+def coalesced(outputs: list) -> list:
+    """The outputs with each run of stream outputs to the same stream joined into one (as a reader sees them).
+
+    A kernel may send one line in several messages on a busy machine; saved apart, they would make
+    a check's single pass line look like two outputs.
+    """
+    joined = []
+    for output in outputs:
+        if (joined and output.get("output_type") == "stream" and joined[-1].get("output_type") == "stream"
+                and joined[-1].get("name") == output.get("name")):
+            joined[-1]["text"] = joined[-1]["text"] + output["text"]
+        else:
+            joined.append(output)
+    return joined
+
+
+def _replace_when_valid(path: Path, text: str) -> None:
+    """Write text to a file beside path; replace path with it only when it is a source the grader accepts."""
+    fresh = path.with_name(f".{path.stem}.refreshing.ipynb")
+    fresh.write_text(text, encoding="utf-8")
+    try:
+        load_source(fresh)
+    except SourceError as error:
+        fresh.unlink()
+        raise SourceError(f"{path.name} left as it was: {str(error).replace(fresh.name, path.name)}") from None
+    fresh.replace(path)

@@ -130,7 +130,8 @@ def gradescope_results(report: dict) -> dict:
         "tests": [{"name": check["name"], "score": check["score"], "max_score": check["max_score"],
                    "status": "passed" if check["score"] == check["max_score"] else "failed",
                    "visibility": "visible" if check["visibility"] == "visible" else "after_published",
-                   "output": check["feedback"], "output_format": "text"}
+                   "output": "\n\n".join(filter(None, (check["feedback"], check.get("printed")))),
+                   "output_format": "text"}
                   for check in report["checks"]],
         "extra_data": {key: report.get(key) for key in _EXTRA_KEYS},
     }
@@ -276,6 +277,8 @@ def format_report(report: dict) -> str:
             score = f"{check['score']}/{check['max_score']}"
             feedback = _one_line(_terminal(check["feedback"]), FEEDBACK_WIDTH)
             lines.append(f"  {check['name']:<8} {score}{_padded(hidden, _width(hidden_mark))} {feedback}")
+            if check.get("printed"):  # what the answers printed while a visible check that failed ran
+                lines.append(f"  {'':<8} {_one_line(_terminal(check['printed']), FEEDBACK_WIDTH)}")
     total = f"{report['score']}/{report['max_score']}"
     lines.append(f"  {labelled(TOTAL, total)}")
     return "\n".join(lines)

@@ -7,8 +7,10 @@ probe plugin on a pipe; pytest's own output goes to another pipe, of which only 
 
 With a sandbox (see sandbox.py) the whole run, pytest, the kernel and anything they start, happens
 inside bubblewrap: the folder is a private tmpfs, and when the run ends its PID namespace ends with
-it. Without one the run is a process tree in a temporary folder, killed with psutil at the end.
-Whatever happens, nothing of the run is left when this returns.
+it; the channel's folder, which the student's sandbox shares, is a tmpfs of its own, unmounted at
+the end. Without one the run is a process tree in a temporary folder, killed with psutil at the end.
+Whatever happens, nothing of the run is left when this returns: what remains on disk is removed
+without recursion (exchange.remove_tree), whatever tree the student made.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from . import channel, sandbox
+from . import channel, exchange, sandbox
 from .checks import SEED_VARIABLE
 from .source import notebook_json
 from .words import both
@@ -45,6 +47,7 @@ class CellOutcome:
     passed: bool
     feedback: str
     outputs: tuple = ()  # the cell's outputs, reported only in a reference run
+    printed: dict | None = None  # what the answers printed while a visible check that failed ran
 
 
 @dataclass
@@ -58,7 +61,8 @@ class RunResult:
     seconds: float = 0.0
     tampering: list = field(default_factory=list)  # what the guard or the probe caught, one line each
     stopped: str | None = None  # why the probe stopped the notebook early (output limit, stopped kernel)
-    memory_exceeded: str | None = None  # why, when the grading's processes together ran out of memory
+    memory_exceeded: str | None = None  # why, when the student's side (or the checks' side) ran out of memory
+    clean_up: str | None = None  # what could not be removed afterwards (the grader's problem, not the notebook's)
     guard: str | None = None  # "ready", or why the guard did not start (None when it was not asked for)
 
 
@@ -84,23 +88,36 @@ def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) 
     The guard, when asked for, watches the student's kernel.
     """
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="s09-grade-") as scratch:
-        scratch = Path(scratch)
+    scratch = Path(tempfile.mkdtemp(prefix="s09-grade-"))
+    quota = None  # the channel's folder, once a tmpfs is mounted on it
+    try:
         if program is not None:  # both sandboxes run as one user: the task limit counts both kernels' threads
             settings = replace(settings, limits=replace(settings.limits, tasks=2 * settings.limits.tasks))
         trusted = settings if program is None else replace(settings, guard=False)
         files = _prepare_files(scratch, notebook, trusted)
+        if program is not None and settings.sandboxed and sandbox.quota_problem() is None:
+            quota = scratch / "channel"
+            quota.mkdir(mode=0o777)
+            sandbox.mount_quota(quota, settings.limits.channel_bytes)
         student = _prepare_student(scratch, files, program, settings) if program is not None else None
         if settings.sandboxed:
             view = sandbox.write_package_view(scratch / "package")
-            with sandbox.acquire_slot() as slot, sandbox.memory_group(slot, settings.limits) as group:
-                with _student_kernel(student, settings, slot=slot, group=group, view=view):
-                    result = _run_sandboxed(scratch, files, trusted, slot, group, view, student)
-                if group is not None and group.ran_out():
+            with sandbox.acquire_slot() as slot, sandbox.grading_groups(settings.limits) as groups:
+                with _student_kernel(student, settings, slot=slot, groups=groups, view=view):
+                    result = _run_sandboxed(scratch, files, trusted, slot, groups, view, student)
+                if groups.student is not None and groups.student.ran_out():
                     result.memory_exceeded = _out_of_memory(settings.limits)
+                elif groups.trusted is not None and groups.trusted.ran_out():  # one kernel: it was the student's
+                    result.memory_exceeded = (_out_of_memory if program is None else _checks_out_of_memory)(
+                        settings.limits)
         else:
             with _student_kernel(student, settings):
                 result = _run_unsandboxed(scratch, files, trusted, student)
+    finally:
+        if quota is not None:
+            sandbox.unmount(quota)  # whatever the student left there goes at once, however deep
+        problem = exchange.remove_quietly(scratch)
+    result.clean_up = problem
     result.seconds = time.monotonic() - started
     return result
 
@@ -131,7 +148,7 @@ def _prepare_student(scratch: Path, files: dict, program: tuple, settings: RunSe
     """Write the student kernel's files, the connection file and the program; return where they are."""
     folder, shared = scratch / "student", scratch / "channel"
     for path in (shared, shared / "exchange"):
-        path.mkdir(parents=True)
+        path.mkdir(parents=True, exist_ok=True)  # the channel may be a tmpfs mounted already
         os.chmod(path, 0o777)  # the sandboxes run as a user of their own
     inside = SANDBOX_CHANNEL if settings.sandboxed else str(shared)
     key = secrets.token_hex(32)
@@ -245,7 +262,7 @@ def _kernel_command(connection_file: str) -> list:
     return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
 
 
-def _start_student_sandboxed(student: _Student, settings: RunSettings, *, slot, group, view) -> subprocess.Popen:
+def _start_student_sandboxed(student: _Student, settings: RunSettings, *, slot, groups, view) -> subprocess.Popen:
     root = sandbox.SANDBOX_ROOT
     environment = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -256,7 +273,7 @@ def _start_student_sandboxed(student: _Student, settings: RunSettings, *, slot, 
     command = sandbox.build_command(
         _kernel_command(f"{SANDBOX_CHANNEL}/kernel.json"),
         scratch_files={f"{root}/{relative}": str(path) for relative, path in student.files.items()},
-        slot=slot, limits=settings.limits, environment=environment, cwd=root, group=group,
+        slot=slot, limits=settings.limits, environment=environment, cwd=root, groups=groups.joined_by("student"),
         package_view=view, shared_folders={SANDBOX_CHANNEL: str(student.channel)})
     try:
         return subprocess.Popen(command.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -345,7 +362,14 @@ def _out_of_memory(limits: sandbox.Limits) -> str:
                 "因此内核被终止")
 
 
-def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int, group, view: str,
+def _checks_out_of_memory(limits: sandbox.Limits) -> str:
+    total = limits.trusted_memory >> 20
+    return both(f"out of memory: the checks' side went over its memory limit of {total} MiB holding what the answers "
+                "returned, so it was stopped",
+                f"内存不足：检查一方保存答案返回的值时超过了 {total} MiB 的内存上限，因此被终止")
+
+
+def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int, groups, view: str,
                    student: _Student | None = None) -> RunResult:
     root = sandbox.SANDBOX_ROOT
     environment = {
@@ -359,7 +383,8 @@ def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int,
     command = sandbox.build_command(
         _pytest_command(root, write_fd, settings),
         scratch_files={f"{root}/{relative}": str(path) for relative, path in files.items()},
-        slot=slot, limits=settings.limits, environment=environment, keep_fds=(write_fd,), cwd=root, group=group,
+        slot=slot, limits=settings.limits, environment=environment, keep_fds=(write_fd,), cwd=root,
+        groups=groups.joined_by("trusted"),
         package_view=view,
         shared_folders={SANDBOX_CHANNEL: str(student.channel), SANDBOX_WATCH: str(student.watch)} if student else None)
     try:
@@ -495,9 +520,11 @@ class _Listener(threading.Thread):
                 self.kernels.append(kernel)
         elif kind == "cell" and isinstance(message.get("cell"), int):
             outputs = message.get("outputs")
+            printed = message.get("printed")
             self.result.cells[message["cell"]] = CellOutcome(
                 message.get("outcome") == "passed", str(message.get("feedback", "")),
-                tuple(output for output in outputs if isinstance(output, dict)) if isinstance(outputs, list) else ())
+                tuple(output for output in outputs if isinstance(output, dict)) if isinstance(outputs, list) else (),
+                printed if isinstance(printed, dict) else None)
         elif kind == "tampering":
             self.result.tampering.append(str(message.get("what", "")))
         elif kind == "stopped":

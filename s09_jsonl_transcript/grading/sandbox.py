@@ -11,12 +11,15 @@ What the sandbox holds, and nothing else:
   outlive the sandbox, see the grader's processes, or reach the network;
 - limits (prlimit): address space per process, tasks (threads and processes) of the sandbox's
   user, file size, CPU seconds, open files, no core dumps;
-- a memory limit on everything the grading holds, all its processes together, memfds, /tmp and
-  /dev/shm included: a cgroup v1 memory group made for each grading, where this process may make one
-  (root, with the memory controller mounted at /sys/fs/cgroup/memory). Elsewhere only the limits
-  above hold, and the sandbox's note says so: memory that is never mapped (a memfd, a tmpfs file)
-  is then not counted per process, so the total is bounded only by /tmp's and /dev/shm's sizes and
-  whatever memfds hold.
+- a memory limit on everything each side of a grading holds (the student's kernel and what it
+  starts; pytest, nbval and the checks' kernel), all its processes together, memfds, /tmp and
+  /dev/shm included: a cgroup v1 memory group made for each side, and a cgroup v1 cpu group for the
+  grading that weighs it the same as every other grading, where this process may make them (root,
+  with the controllers mounted at /sys/fs/cgroup). Elsewhere only the limits above hold, and the
+  sandbox's note says so: memory that is never mapped (a memfd, a tmpfs file) is then not counted
+  per process, so the total is bounded only by /tmp's and /dev/shm's sizes and whatever memfds hold;
+- the channel's folder, which both sandboxes of a grading share, a size-limited tmpfs of its own
+  where this process may mount one (root).
 
 When the grader runs as root, bwrap sets up the mounts as root and `setpriv` then drops to a
 dedicated user id with no capabilities (the process limit is not enforced for root). Run as an
@@ -31,6 +34,7 @@ import functools
 import itertools
 import os
 import secrets
+import shlex
 import shutil
 import site
 import subprocess
@@ -71,20 +75,30 @@ class Limits:
     shm_bytes: int = 64 << 20
     open_files: int = 1024
     output_bytes: int = 1 << 20  # what the notebook may print, in all (enforced by the guard and the probe)
+    trusted_memory_bytes: int | None = None  # the trusted side's processes together; None: as total_memory
+    channel_bytes: int = 256 << 20  # the channel's folder, which both sandboxes of a grading see
+    cpu_shares: int = 1024  # each grading's weight against the others (cgroup v1 cpu.shares)
 
     @property
     def total_memory(self) -> int:
         """Bytes of memory all the grading's processes may hold together (the cgroup's limit)."""
         return self.total_memory_bytes if self.total_memory_bytes is not None else self.memory_bytes + (256 << 20)
 
+    @property
+    def trusted_memory(self) -> int:
+        """Bytes of memory the trusted side (pytest, nbval, the checks' kernel) may hold together."""
+        return self.trusted_memory_bytes if self.trusted_memory_bytes is not None else self.total_memory
+
     def describe(self) -> str:
         """The limits in words, in both languages."""
         memory, files, tmp, output = (self.memory_bytes >> 20, self.file_bytes >> 20, self.tmp_bytes >> 20,
                                       self.output_bytes >> 10)
+        channel = self.channel_bytes >> 20
         return both(f"{memory} MiB of address space per process, {self.tasks} tasks (threads and processes), files "
-                    f"up to {files} MiB, {tmp} MiB in /tmp, {output} KiB of printed output",
+                    f"up to {files} MiB, {tmp} MiB in /tmp, {channel} MiB in the channel's folder, {output} KiB of "
+                    "printed output let through (the rest is cut)",
                     f"每个进程 {memory} MiB 地址空间，{self.tasks} 个任务（线程和进程），文件最大 {files} MiB，"
-                    f"/tmp 共 {tmp} MiB，打印输出共 {output} KiB")
+                    f"/tmp 共 {tmp} MiB，通道文件夹共 {channel} MiB，打印输出放行 {output} KiB（其余截掉）")
 
 
 SANDBOXED = both("sandboxed with bubblewrap", "在 bubblewrap 沙箱中运行")
@@ -112,7 +126,9 @@ def status(mode: str = AUTO) -> Status:
         return Status(False, labelled(UNSANDBOXED, both("--sandbox off was given", "指定了 --sandbox off")))
     problem = _probe()
     if problem is None:
-        return Status(True, labelled(SANDBOXED, Limits().describe() + "; " + memory_note(Limits())))
+        limits = Limits()
+        return Status(True, labelled(SANDBOXED, "; ".join((limits.describe(), memory_note(limits),
+                                                            quota_note(limits)))))
     english, chinese = problem
     if mode == REQUIRED:
         raise SandboxUnavailable(both(f"--sandbox required, but {english}", f"指定了 --sandbox required，但{chinese}"))
@@ -149,14 +165,15 @@ def _probe() -> tuple | None:
     return None
 
 
-# --------------------------------------------------------------------------- the memory cgroup
+# --------------------------------------------------------------------------- control groups
 
 CGROUP_MEMORY = Path("/sys/fs/cgroup/memory")  # cgroup v1's memory controller
+CGROUP_CPU = Path("/sys/fs/cgroup/cpu")  # ... and its CPU controller
 _CGROUP_PARENT = "s09-grading"
 
 
 class MemoryGroup:
-    """A cgroup v1 memory group for one grading: every process started in it is charged to it."""
+    """A cgroup v1 group (of the memory or the CPU controller): every process started in it is charged to it."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -191,7 +208,7 @@ class MemoryGroup:
 
 
 class MemoryGroupFailed(RuntimeError):
-    """This machine can make memory groups, but not this grading's: it must not run without its limit."""
+    """This machine can make control groups, but not this grading's: it must not run without its limits."""
 
 
 _group_numbers = itertools.count()
@@ -209,16 +226,29 @@ atexit.register(_remove_left_behind)  # and once more as the grader ends
 
 
 def _make_group(name: str, limit: int) -> MemoryGroup:
-    parent = CGROUP_MEMORY / _CGROUP_PARENT
+    """A memory group whose processes may hold limit bytes together (swap included where it is counted)."""
+    return _made(CGROUP_MEMORY, name, {"memory.limit_in_bytes": limit, "memory.memsw.limit_in_bytes": limit})
+
+
+def _make_cpu_group(name: str, shares: int) -> MemoryGroup:
+    """A CPU group of the given weight, under a parent that weighs as much as the cores every grading may use."""
+    parent = CGROUP_CPU / _CGROUP_PARENT
+    parent.mkdir(exist_ok=True)
+    (parent / "cpu.shares").write_text(str(1024 * max(1, len(os.sched_getaffinity(0)))))
+    return _made(CGROUP_CPU, name, {"cpu.shares": shares})
+
+
+def _made(controller: Path, name: str, settings: dict) -> MemoryGroup:
+    parent = controller / _CGROUP_PARENT
     parent.mkdir(exist_ok=True)
     path = parent / name
     path.mkdir()
     group = MemoryGroup(path)
     try:
-        (path / "memory.limit_in_bytes").write_text(str(limit))
-        swap = path / "memory.memsw.limit_in_bytes"
-        if swap.exists():  # with swap accounting, memory plus swap: nothing gets past the limit by swapping
-            swap.write_text(str(limit))
+        for setting, value in settings.items():
+            if setting == "memory.memsw.limit_in_bytes" and not (path / setting).exists():
+                continue  # no swap accounting here
+            (path / setting).write_text(str(value))
     except OSError:
         group.remove()
         raise
@@ -227,32 +257,53 @@ def _make_group(name: str, limit: int) -> MemoryGroup:
 
 @functools.lru_cache(maxsize=None)
 def memory_cgroup_problem() -> tuple | None:
-    """None when this process can make memory cgroups, else why not (in English, in Chinese)."""
-    if not (CGROUP_MEMORY / "cgroup.procs").exists():
-        return ("no cgroup v1 memory controller at /sys/fs/cgroup/memory",
-                "/sys/fs/cgroup/memory 下没有 cgroup v1 的内存控制器")
+    """None when this process can make memory and CPU cgroups, else why not (in English, in Chinese)."""
+    if not (CGROUP_MEMORY / "cgroup.procs").exists() or not (CGROUP_CPU / "cpu.shares").exists():
+        return ("no cgroup v1 memory and cpu controllers at /sys/fs/cgroup",
+                "/sys/fs/cgroup 下没有 cgroup v1 的内存和 CPU 控制器")
     try:
         _make_group(f"probe-{os.getpid()}-{_GROUP_TAG}", 1 << 30).remove()
+        _make_cpu_group(f"probe-{os.getpid()}-{_GROUP_TAG}", 1024).remove()
     except OSError as error:
-        return (f"cannot make a memory cgroup ({error.strerror or error})",
-                f"无法创建内存 cgroup（{error.strerror or error}）")
+        return (f"cannot make a cgroup ({error.strerror or error})",
+                f"无法创建 cgroup（{error.strerror or error}）")
     return None
 
 
 def memory_note(limits: Limits) -> str:
-    """How memory is limited here, in both languages."""
-    total = limits.total_memory >> 20
+    """How memory and CPU are shared out here, in both languages."""
+    student, trusted = limits.total_memory >> 20, limits.trusted_memory >> 20
     problem = memory_cgroup_problem()
     if problem is None:
-        return both(f"{total} MiB of memory for all its processes together (a cgroup v1 memory group)",
-                    f"所有进程合计 {total} MiB 内存（cgroup v1 内存组）")
-    return both(f"no total memory limit: {problem[0]}; memory that is never mapped (memfd) is not counted",
-                f"没有总内存上限：{problem[1]}；从不映射的内存（memfd）不计入")
+        return both(f"{student} MiB of memory for the student's kernel and what it starts, {trusted} MiB for the "
+                    f"checks' side, each a cgroup v1 memory group; a CPU weight of {limits.cpu_shares} per grading "
+                    "(a cgroup v1 cpu group)",
+                    f"学生内核及其启动的进程共 {student} MiB 内存，检查一方共 {trusted} MiB，"
+                    f"各是一个 cgroup v1 内存组；每次评分的 CPU 权重为 {limits.cpu_shares}（cgroup v1 cpu 组）")
+    return both(f"no total memory limit and no CPU share: {problem[0]}; memory that is never mapped (memfd) is not "
+                "counted", f"没有总内存上限，也没有 CPU 份额：{problem[1]}；从不映射的内存（memfd）不计入")
+
+
+def _new_group(make, what: tuple, *arguments) -> MemoryGroup:
+    name = f"{os.getpid()}-{_GROUP_TAG}-{next(_group_numbers)}"  # never reused: an old one may linger
+    try:
+        return make(name, *arguments)
+    except OSError as error:
+        why = error.strerror or repr(error)
+        raise MemoryGroupFailed(both(f"could not make the grading's {what[0]} ({why}): not graded",
+                                     f"无法创建本次评分的{what[1]}（{why}）：未评分")) from error
+
+
+def _release(groups) -> None:
+    for group in groups:
+        if group is not None and not group.remove():
+            with _left_behind_lock:
+                _left_behind.append(group)
 
 
 @contextlib.contextmanager
 def memory_group(slot: int, limits: Limits):
-    """A memory cgroup of its own for one grading, removed afterwards; None where this machine has none.
+    """A memory cgroup of its own (limits.total_memory), removed afterwards; None where this machine has none.
 
     Where the probe could make one, failing to make this one raises MemoryGroupFailed: a grading
     that ran without its limit would score memory it was not allowed to hold.
@@ -261,19 +312,91 @@ def memory_group(slot: int, limits: Limits):
         yield None
         return
     _remove_left_behind()
-    name = f"{os.getpid()}-{_GROUP_TAG}-{slot}-{next(_group_numbers)}"  # never reused: an old one may linger
-    try:
-        group = _make_group(name, limits.total_memory)
-    except OSError as error:
-        why = error.strerror or repr(error)
-        raise MemoryGroupFailed(both(f"could not make the grading's memory group ({why}): not graded",
-                                     f"无法创建本次评分的内存组（{why}）：未评分")) from error
+    group = _new_group(_make_group, ("memory group", "内存组"), limits.total_memory)
     try:
         yield group
     finally:
-        if not group.remove():
-            with _left_behind_lock:
-                _left_behind.append(group)
+        _release([group])
+
+
+@dataclass(frozen=True)
+class Groups:
+    """One grading's control groups: a memory group per side (the student's, the checks'), one CPU group."""
+
+    student: MemoryGroup | None = None
+    trusted: MemoryGroup | None = None
+    cpu: MemoryGroup | None = None
+
+    def joined_by(self, side: str) -> tuple:
+        """The groups a side's sandbox joins ("student" or "trusted")."""
+        return tuple(group for group in (getattr(self, side), self.cpu) if group is not None)
+
+
+@contextlib.contextmanager
+def grading_groups(limits: Limits):
+    """The control groups of one grading (Groups), removed afterwards; empty where this machine has none.
+
+    Each kernel's side gets its own memory limit (a large value copied on the checks' side is not
+    charged to the student's, nor the other way round), and the grading one CPU weight, so that a
+    submission that keeps every core busy slows no neighbour more than its share.
+    """
+    if memory_cgroup_problem() is not None:
+        yield Groups()
+        return
+    _remove_left_behind()
+    made = []
+    try:
+        made.append(_new_group(_make_group, ("memory group", "内存组"), limits.total_memory))
+        made.append(_new_group(_make_group, ("memory group", "内存组"), limits.trusted_memory))
+        made.append(_new_group(_make_cpu_group, ("CPU group", "CPU 组"), limits.cpu_shares))
+        yield Groups(*made)
+    finally:
+        _release(made)
+
+
+# --------------------------------------------------------------------------- the channel's quota
+
+
+@functools.lru_cache(maxsize=None)
+def quota_problem() -> tuple | None:
+    """None when this process can give a folder a size limit (a tmpfs mounted on it), else why not."""
+    if os.geteuid() != 0 or shutil.which("mount") is None or shutil.which("umount") is None:
+        return "only root can mount a size-limited tmpfs", "只有 root 才能挂载限定大小的 tmpfs"
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="s09-quota-probe-")
+    try:
+        mount_quota(folder, 1 << 20)
+        unmount(folder)
+    except OSError as error:
+        return f"cannot mount a tmpfs ({error})", f"无法挂载 tmpfs（{error}）"
+    finally:
+        os.rmdir(folder)
+    return None
+
+
+def mount_quota(folder, size: int) -> None:
+    """Mount a tmpfs of size bytes on folder (root only): whatever is written there counts against it."""
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},nr_inodes=65536,mode=0777,nosuid,nodev",
+                           "s09-channel", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise OSError(done.stderr.strip()[:200] or f"mount exited with status {done.returncode}")
+
+
+def unmount(folder) -> None:
+    """Unmount what mount_quota mounted; everything on it goes at once, however deep."""
+    done = subprocess.run(["umount", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:  # still busy: detach it now, the kernel frees it when the last user goes
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, text=True)
+
+
+def quota_note(limits: Limits) -> str:
+    """How the channel's folder is limited here, in both languages."""
+    problem = quota_problem()
+    if problem is None:
+        return both(f"the channel's folder is a tmpfs of {limits.channel_bytes >> 20} MiB",
+                    f"通道文件夹是一个 {limits.channel_bytes >> 20} MiB 的 tmpfs")
+    return both(f"no size limit on the channel's folder: {problem[0]}", f"通道文件夹没有大小上限：{problem[1]}")
 
 
 # --------------------------------------------------------------------------- user ids
@@ -335,14 +458,14 @@ class Command:
 
 
 def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits, environment: dict | None = None,
-                  keep_fds: tuple = (), cwd: str = SANDBOX_ROOT, group: MemoryGroup | None = None,
+                  keep_fds: tuple = (), cwd: str = SANDBOX_ROOT, groups: tuple = (),
                   package_view: str | None = None, shared_folders: dict | None = None) -> Command:
     """The command that runs inner in a fresh sandbox.
 
     scratch_files maps a path inside the sandbox (under SANDBOX_ROOT) to a host file whose contents
     are copied there; environment is the whole environment inside (nothing else passes through).
-    With group, the command joins that memory cgroup before anything else starts, so every process
-    of the grading is charged to it. With package_view (a host folder, see package_view), that
+    The command joins the control groups in groups (see Groups.joined_by) before anything else
+    starts, so every process it starts is charged to them. With package_view (a host folder, see package_view), that
     folder is what the sandbox sees at the kit's package path instead of the whole package.
     """
     bwrap, prlimit, setpriv = _tools()
@@ -414,8 +537,9 @@ def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits
     argv = [prlimit, f"--as={limits.memory_bytes}", f"--nproc={tasks}", f"--fsize={limits.file_bytes}",
             "--core=0", f"--cpu={cpu_seconds}", f"--nofile={limits.open_files}", "--",
             *arguments, *inner]
-    if group is not None:  # join the group first: everything started afterwards is charged to it
-        argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', group.procs, *argv]
+    if groups:  # join the groups first: everything started afterwards is charged to them
+        joins = " && ".join(f"echo $$ > {shlex.quote(group.procs)}" for group in groups)
+        argv = ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *argv]
     return Command(argv, tuple(fds), {"start_new_session": True}, files)
 
 
@@ -431,7 +555,7 @@ def package_folder() -> str:
 # exercise's answer (exercise 4's tail reader, exercise 5's hash chain).
 PACKAGE_VIEW_FILES = ("code.py", "grading/__init__.py", "grading/checks.py",
                       "grading/guard.py", "grading/probe.py", "grading/words.py", "grading/channel.py",
-                      "grading/student_side.py")
+                      "grading/student_side.py", "grading/wire.py", "grading/exchange.py")
 _PACKAGE_INIT = '"""The s09 kit as a grading sandbox sees it: the lesson (code.py) and the checks\' helpers."""\n'
 
 

@@ -3,13 +3,18 @@
 An instructor source is an ordinary notebook whose cells carry an `s09` entry in their metadata:
 
     {"role": "answer", "name": "ex01-replay"}              the student writes this cell
-    {"role": "check", "name": "ex01.3", "points": 3}       a visible check
-    {"role": "check", "name": "ex01.5", "points": 2,
-     "hidden": true}                                       a check only the grader runs
+    {"role": "check", "name": "ex01.3", "id": "ex01-second-turn",
+     "points": 3}                                          a visible check
+    {"role": "check", "name": "ex01.5", "id": "ex01-no-turn-edges",
+     "points": 2, "hidden": true}                          a check only the grader runs
     {"role": "note", "hidden": true}                       an instructor-only markdown cell
 
-Every other cell is locked text or setup code. The notebook's own metadata names the exercise:
-{"s09": {"exercise": "ex01", "title": "Last-turn replay"}}. In an answer cell the reference
+A check's *name* (ex01.3) is what students read, numbered in the order of the notebook; its *id*
+never changes once given, wherever the check moves or whatever is added before it. A check that
+draws inputs from the grading run's seed draws them by its id (`check_random("ex01-long-turn")`),
+so adding a check changes no other check's inputs. Every other cell is locked text or setup code.
+The notebook's own metadata names the exercise: {"s09": {"exercise": "ex01", "title": "Last-turn
+replay"}}. In an answer cell the reference
 solution sits between `### BEGIN SOLUTION` and `### END SOLUTION` lines. A check prints exactly
 one line when it passes, in both languages: `<name> passed (<points> points) · 通过（<points> 分）`.
 
@@ -34,6 +39,9 @@ ANSWER, CHECK, NOTE = "answer", "check", "note"
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 EXERCISE_NAME = re.compile(r"^ex\d\d$")
+CHECK_ID = re.compile(r"^ex\d\d-[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # words, not a position: "ex04-block-boundaries"
+DRAWS = re.compile(r"check_random\(\s*[\"']([^\"']*)[\"']\s*\)")
+DRAWS_ANYTHING = re.compile(r"check_random\s*\(")
 KIND_INSTRUCTOR = "instructor"  # solutions and hidden checks: the grader's full copy
 KIND_SELFCHECK = "selfcheck"  # written by release for students: stubs, visible checks only
 
@@ -50,6 +58,7 @@ class Check:
     points: int
     hidden: bool
     cell_index: int  # position among the notebook's code cells, as nbval numbers them
+    id: str = ""  # stable: see the module's docstring
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,7 @@ def load_source(path) -> ExerciseSource:
             code_index += 1
     _refuse_duplicates(path, "answer", [answer.name for answer in answers])
     _refuse_duplicates(path, "check", [check.name for check in checks])
+    _refuse_duplicates(path, "check id", [check.id for check in checks])
     if not answers or not checks:
         raise SourceError(f"{path.name}: an exercise needs at least one answer cell and one check cell")
     kind = info.get("kind", KIND_INSTRUCTOR)
@@ -174,7 +184,16 @@ def _check_of(path: Path, cell, role: dict, code_index: int) -> Check:
         raise SourceError(
             f"{path.name}: check {name} was not saved passing (its only output must be "
             f"{pass_line(name, points)!r}); run `python -m s09_jsonl_transcript.grading refresh`")
-    return Check(name, points, role.get("hidden") is True, code_index)
+    check_id = role.get("id")
+    if not isinstance(check_id, str) or not CHECK_ID.match(check_id) or not check_id.startswith(name.split(".")[0]):
+        raise SourceError(f"{path.name}: check {name} needs a stable id in its s09 metadata, the exercise and a few "
+                          f"words that say what it checks (like 'ex01-long-turn'), not {check_id!r}")
+    code = source_text(cell)
+    drawn = set(DRAWS.findall(code))
+    if drawn - {check_id} or len(DRAWS_ANYTHING.findall(code)) != len(DRAWS.findall(code)):
+        raise SourceError(f"{path.name}: check {name} draws its inputs with check_random({check_id!r}), its own id, "
+                          f"and only so (found {sorted(drawn) or 'another call'})")
+    return Check(name, points, role.get("hidden") is True, code_index, check_id)
 
 
 def _refuse_unusable_checks(path: Path, notebook, checks: list, kind: str) -> None:

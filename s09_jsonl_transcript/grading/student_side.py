@@ -1,55 +1,69 @@
 """The student's end of the grader's channel: it runs in the student's kernel and only relays.
 
-The trusted kernel (channel.py) asks this kernel to call one answer, with arguments written as
-JSON; this module builds the arguments, calls the answer, and sends back its return value as JSON
-text. Everything else the answer needs from the trusted side (the bytes of a file, the next item
-of an iterator, the time of a clock) it asks for on the kernel's stdin channel, one request at a
-time: `input(<request as JSON>)`, answered by the trusted side.
+The trusted kernel (channel.py) asks this kernel to call one answer, with arguments written by
+wire.py; this module rebuilds the arguments, calls the answer, and sends back its return value (or
+what it raised) the same way. Everything else the answer needs from the trusted side (the bytes of a
+file, the next item of an iterator, the time of a clock) it asks for on a Unix socket in the
+channel's folder, one request and one answer at a time.
+
+A served file keeps its size and position here, so `seek` and `tell` cost no request: only a read
+does, and it carries the position to read at. A seek that a real file would refuse (before the
+start of the file, an odd whence or offset) is asked of the trusted side, whose file raises its own
+error, raised here at the same call.
 
 Nothing here is trusted. Student code shares this process and may change any of it; it can only
-change what this kernel sends, and what it sends is parsed as plain JSON on the other side.
+change what this kernel sends, and what it sends is read as data on the other side.
 """
 
 from __future__ import annotations
 
-import base64
-import builtins
 import io
 import json
 import os
-from datetime import datetime
+import socket
+import sys
+import threading
 from pathlib import Path
 
+from . import wire
+
 _objects: dict = {}  # handle -> an object an answer made (an instance of an answer's class)
-_current = {"call": None}  # the call being served: a stand-in kept from an earlier call asks under it
+_current = {"call": None, "socket": None}  # the call being served: a stand-in kept from an earlier one asks under it
+_files: dict = {}  # number -> the RemoteFile of that stand-in
+_connection = {"path": None, "socket": None}
+_lock = threading.Lock()
 
 
 def call(request_text: str) -> None:
     """Carry out one call from the trusted kernel and send back its result."""
     request = json.loads(request_text)
-    call_id = _current["call"] = request["call"]
+    _current["call"], _current["socket"] = request["call"], request["socket"]
+    printed = _printed()
     try:
         target = _target(request)
         if "attribute" in request:
-            _send_attribute(call_id, target, request["attribute"])
-            return
-        args = [_from_wire(call_id, value) for value in request["args"]]
-        kwargs = {name: _from_wire(call_id, value) for name, value in request["kwargs"].items()}
-        value = target(*args, **kwargs)
+            value = getattr(target, request["attribute"])
+            if callable(value):
+                _send_result(printed, callable=True)
+                return
+        else:
+            args = wire.decode(request["args"], _argument)
+            kwargs = wire.decode(request["kwargs"], _argument)
+            value = target(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - what the answer raises is its result
-        _ask(call_id, "result", raised=type(error).__name__, message=str(error)[:2000])
+        _send_result(printed, raised=wire.describe_exception(error))
         return
     if request.get("keep"):
         handle = len(_objects) + 1
         _objects[handle] = value
-        _ask(call_id, "result", object=handle)
+        _send_result(printed, object=handle)
         return
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=True)
-    except (TypeError, ValueError, RecursionError):
-        _ask(call_id, "result", not_json=type(value).__name__)
+        text = wire.encode(value)
+    except wire.TooLarge:
+        _send_result(printed, too_large=True)
         return
-    _ask(call_id, "result", value=text)
+    _send_result(printed, text.encode("ascii"), value=True)
 
 
 def _target(request: dict):
@@ -64,101 +78,162 @@ def _target(request: dict):
     return getattr(__main__, name)
 
 
-def _send_attribute(call_id, subject, name: str) -> None:
-    value = getattr(subject, name)
-    if callable(value):
-        _ask(call_id, "result", callable=True)
-        return
-    try:
-        _ask(call_id, "result", value=json.dumps(value, allow_nan=False, ensure_ascii=True))
-    except (TypeError, ValueError, RecursionError):
-        _ask(call_id, "result", not_json=type(value).__name__)
+# --------------------------------------------------------------------------- what the answers print
 
 
-def _ask(call_id, op: str, **fields):
-    """Send one request to the trusted side on the stdin channel; return its answer, parsed."""
-    answer = builtins.input(json.dumps({"call": _current["call"], "op": op, **fields}))
-    return json.loads(answer) if answer else None
+def _printed():
+    """(characters printed so far, the guard's record) when the grader's guard caps the output, else None."""
+    guard = sys.modules.get("s09_jsonl_transcript.grading.guard")
+    record = getattr(guard, "output", None)
+    return (record.characters, record) if record is not None else None
 
 
-def _from_wire(call_id, value):
-    """An argument from its JSON form: plain data, or a stand-in that asks the trusted side."""
-    if isinstance(value, list):
-        return [_from_wire(call_id, item) for item in value]
-    if not isinstance(value, dict):
-        return value
-    (kind, payload), = value.items()
-    if kind == "$dict":
-        return {key: _from_wire(call_id, item) for key, item in payload.items()}
-    if kind == "$tuple":
-        return tuple(_from_wire(call_id, item) for item in payload)
-    if kind == "$path":
-        return Path(payload)
-    if kind == "$transcript":
+def _send_result(printed, data: bytes = b"", **fields) -> None:
+    if printed is not None:
+        before, record = printed
+        fields["printed"] = record.characters - before
+        fields["tail"] = record.tail(min(fields["printed"], 1000))
+    fields["positions"] = {str(number): file._position for number, file in _files.items() if file._position is not None}
+    for file in _files.values():
+        file.forget()  # the check may read or move the file before the next call: ask again then
+    _send({"call": _current["call"], "op": "result", **fields}, data)
+
+
+# --------------------------------------------------------------------------- the socket
+
+
+def _socket():
+    path = _current["socket"]
+    if _connection["path"] != path or _connection["socket"] is None:
+        made = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address, folder = wire.socket_address(path)
+        try:
+            made.connect(address)
+        finally:
+            if folder is not None:
+                os.close(folder)
+        _connection.update(path=path, socket=made)
+    return _connection["socket"]
+
+
+def _send(header: dict, data: bytes = b"") -> None:
+    with _lock:
+        _socket().sendall(wire.frame(header, data))
+
+
+def _ask(op: str, **fields) -> tuple:
+    """Send one request to the trusted side; return its answer (header, data), or raise what it raised."""
+    with _lock:
+        connection = _socket()
+        connection.sendall(wire.frame({"call": _current["call"], "op": op, **fields}))
+        header, data = wire.read_frame(connection)
+    if "raised" in header:
+        raise wire.rebuild_exception(header["raised"], _known())
+    if "refused" in header:
+        raise RuntimeError(f"the grader refused this request: {header['refused']}")
+    return header, data
+
+
+def _known() -> dict:
+    from s09_jsonl_transcript import code
+
+    return wire.known_exceptions(code)
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _argument(kind: str, payload):
+    """An argument of this side's own kinds: a stand-in that asks the trusted side, an object kept here."""
+    if kind == "$file" and type(payload) is int:
+        return _files.setdefault(payload, RemoteFile(payload))
+    if kind == "$iterator" and type(payload) is int:
+        return RemoteIterator(payload)
+    if kind == "$clock" and type(payload) is int:
+        return lambda: wire.decode(_ask("tick", clock=payload)[0]["value"])
+    if kind == "$handle" and type(payload) is int:
+        return _objects[payload]
+    if kind == "$transcript" and isinstance(payload, str):
         from s09_jsonl_transcript.code import JSONLTranscript
 
         return JSONLTranscript(Path(payload))
-    if kind == "$file":
-        return RemoteFile(call_id, payload)
-    if kind == "$iterator":
-        return RemoteIterator(call_id, payload)
-    if kind == "$clock":
-        return lambda: datetime.fromisoformat(_ask(call_id, "tick", clock=payload)["value"])
-    if kind == "$object":
-        return _objects[payload]
-    raise ValueError(f"unknown argument kind {kind}")
+    return NotImplemented
 
 
 class RemoteIterator:
     """An iterator whose items the trusted side hands out one at a time, when asked."""
 
-    def __init__(self, call_id, number: int):
-        self._call, self._number = call_id, number
+    def __init__(self, number: int):
+        self._number = number
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        answer = _ask(self._call, "next", iterator=self._number)
-        if answer.get("stop"):
+        header, _ = _ask("next", iterator=self._number)
+        if header.get("stop"):
             raise StopIteration
-        return _from_wire(self._call, answer["item"])
+        return wire.decode(header["item"])
 
 
 class RemoteFile(io.RawIOBase):
     """A read-only binary file held by the trusted side, which serves (and counts) every read."""
 
-    def __init__(self, call_id, number: int):
+    def __init__(self, number: int):
         super().__init__()
-        self._call, self._number = call_id, number
+        self._number = number
+        self._size = self._position = None  # known for the current call once asked
 
-    def _request(self, op: str, **fields):
-        return _ask(self._call, op, file=self._number, **fields)
+    def forget(self) -> None:
+        """The call ended: the file may change before the next one."""
+        self._size = self._position = None
+
+    def _state(self) -> None:
+        if self._position is None:
+            header, _ = _ask("state", file=self._number)
+            self._size, self._position = header.get("size"), header.get("position")
+
+    def _served(self, op: str, size) -> bytes:
+        self._state()
+        header, data = _ask(op, file=self._number, size=wire.encode(size), at=self._position)
+        self._position = header.get("position")
+        return data
 
     def read(self, size: int = -1) -> bytes:
         """Read up to size bytes (all that is left when size is negative or None)."""
-        size = -1 if size is None else size
-        return base64.b64decode(self._request("read", size=size)["data"])
+        return self._served("read", size)
 
     def readall(self) -> bytes:
-        return self.read(-1)
+        return self._served("read", -1)
 
     def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
+        data = self._served("read", len(buffer))
         buffer[: len(data)] = data
         return len(data)
 
     def readline(self, size: int = -1) -> bytes:
         """Read one line, newline included."""
-        size = -1 if size is None else size
-        return base64.b64decode(self._request("readline", size=size)["data"])
+        return self._served("readline", size)
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        """Move to a position; seeking reads nothing."""
-        return self._request("seek", offset=offset, whence=whence)["value"]
+        """Move to a position; seeking reads nothing, and asks nothing when a real file would simply do it."""
+        self._state()
+        if type(offset) is int and type(whence) is int and whence in (0, 1, 2) and None not in (self._size,
+                                                                                                 self._position):
+            target = offset + (0, self._position, self._size)[whence]
+            if target >= 0:
+                self._position = target
+                return target
+        header, _ = _ask("seek", file=self._number, offset=wire.encode(offset), whence=wire.encode(whence),
+                         at=self._position)
+        self._position = header["value"]
+        return self._position
 
     def tell(self) -> int:
-        return self._request("tell")["value"]
+        self._state()
+        if self._position is None:
+            return self.seek(0, os.SEEK_CUR)
+        return self._position
 
     def seekable(self) -> bool:
         return True

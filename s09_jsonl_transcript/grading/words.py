@@ -39,10 +39,15 @@ def point_words(points: int) -> tuple:
 
 # Labels the grader puts in front of a detail.
 PASSED = both("passed", "通过")
+# Why a check lost its points: every feedback that is not PASSED starts with one of these.
+FAILED = both("failed", "未通过")
+TIMED_OUT = both("timed out", "超时")
+REFUSED = both("refused", "被拒绝")
+TOO_MUCH_OUTPUT = both("too much output", "输出太多")
+OUT_OF_MEMORY = both("out of memory", "内存不足")
 NOT_RUN = both("not run", "未运行")
 NOT_GRADED = both("not graded", "未评分")
 STOPPED = both("stopped", "已终止")
-TIMED_OUT = both("timed out", "超时")
 TAMPERING = both("tampering detected", "检测到篡改")
 STATUS = {"graded": both("graded", "已评分"), "rejected": both("rejected", "已拒收"),
           "error": both("grader error", "评分程序出错")}

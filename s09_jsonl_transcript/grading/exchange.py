@@ -1,0 +1,267 @@
+"""Files in a folder another process may change at any moment: copied without following a link anywhere in a
+path, and removed whatever a student made of them.
+
+The trusted kernel copies the files a check hands an answer into the channel's exchange folder, and
+copies back what the answer left there. The student's kernel can change that folder while this
+happens (a thread of its own keeps running), so every step here goes from an open folder to the
+next by name, with O_NOFOLLOW: a link, wherever it sits in a path, is never followed; it is left
+out when copying back and moved aside when copying out. A tree is never walked deeper than
+FOLDER_DEPTH levels, nor wider than ENTRY_LIMIT entries in all, so a student's tree costs bounded
+time and no recursion. What is moved aside stays in the exchange folder, on the channel's
+size-limited file system, until the grading ends.
+
+`remove_tree` is the grader's clean-up of a folder the student may have filled: iterative, one
+open folder at a time, for trees of any depth.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+from pathlib import Path
+
+FOLDER_DEPTH = 16  # levels below a folder a check handed over that are copied back
+ENTRY_LIMIT = 4096  # files and folders copied back after one call
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_WRITE = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _kind(parent: int, name: str):
+    try:
+        return stat.S_IFMT(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def open_root(path) -> int:
+    """A descriptor of the folder at path, itself not a link: what every copy starts from."""
+    return os.open(path, _FOLDER)
+
+
+def set_aside(parent: int, name: str) -> None:
+    """Move the entry out of the way within its folder (renamed, never followed, never walked)."""
+    try:
+        os.rename(name, f".set-aside-{secrets.token_hex(8)}", src_dir_fd=parent, dst_dir_fd=parent)
+    except FileNotFoundError:
+        pass
+
+
+def open_folder(parent: int, name: str, *, create: bool = False) -> int:
+    """A descriptor of the folder name in parent, never through a link; with create, made if it is not one."""
+    if create:
+        if _kind(parent, name) not in (stat.S_IFDIR, None):
+            set_aside(parent, name)
+        try:
+            os.mkdir(name, 0o777, dir_fd=parent)
+        except FileExistsError:
+            pass
+    return os.open(name, _FOLDER, dir_fd=parent)
+
+
+def open_path(root: int, parts, *, create: bool = False) -> int:
+    """A descriptor of the folder root/parts[0]/parts[1]/..., no part of it a link."""
+    fd = os.dup(root)
+    try:
+        for part in parts:
+            inner = open_folder(fd, part, create=create)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def copy_out(source: Path, parent: int, name: str) -> None:
+    """Make the entry name in folder parent hold what source (the check's own file or folder) holds."""
+    try:
+        info = os.lstat(source)
+    except FileNotFoundError:
+        if _kind(parent, name) is not None:
+            set_aside(parent, name)
+        return
+    if stat.S_ISDIR(info.st_mode):
+        fd = open_folder(parent, name, create=True)
+        try:
+            names = {entry.name for entry in os.scandir(source)}
+            with os.scandir(fd) as entries:
+                extra = [entry.name for entry in entries if entry.name not in names
+                         and not entry.name.startswith(".set-aside-")]
+            for other in extra:
+                set_aside(fd, other)
+            for child in sorted(names):
+                copy_out(source / child, fd, child)
+        finally:
+            os.close(fd)
+        return
+    if not stat.S_ISREG(info.st_mode):
+        set_aside(parent, name)
+        return
+    data = Path(source).read_bytes()
+    if _kind(parent, name) not in (stat.S_IFREG, None):
+        set_aside(parent, name)
+    if _same_bytes(parent, name, data):
+        return
+    fd = os.open(name, _WRITE, 0o666, dir_fd=parent)
+    with open(fd, "wb") as file:  # in place: what the answer opened sees the change
+        file.write(data)
+        file.truncate()
+
+
+def _same_bytes(parent: int, name: str, data: bytes) -> bool:
+    try:
+        fd = os.open(name, _READ, dir_fd=parent)
+    except OSError:
+        return False
+    with open(fd, "rb") as file:
+        return stat.S_ISREG(os.fstat(file.fileno()).st_mode) and file.read(len(data) + 1) == data
+
+
+class Budget:
+    """What one copy back may still take: bytes and entries."""
+
+    def __init__(self, size: int, entries: int = ENTRY_LIMIT):
+        self.size, self.entries = size, entries
+        self.left_out = []  # why some of it was not copied
+
+    def note(self, why: str) -> None:
+        if why not in self.left_out:
+            self.left_out.append(why)
+
+
+def copy_back(parent: int, name: str, target: Path, budget: Budget, depth: int = 0) -> None:
+    """Make target (the check's own path) hold what the entry name in folder parent holds.
+
+    Regular files and folders only; a link, device or pipe is left out, and so is whatever lies
+    deeper than FOLDER_DEPTH or past the budget.
+    """
+    kind = _kind(parent, name)
+    if kind is None:
+        remove_tree(target)
+        return
+    budget.entries -= 1
+    if budget.entries < 0:
+        budget.note(f"more than {ENTRY_LIMIT:,} files and folders")
+        return
+    if kind == stat.S_IFDIR:
+        if depth >= FOLDER_DEPTH:
+            budget.note(f"folders more than {FOLDER_DEPTH} levels deep")
+            return
+        try:
+            fd = open_folder(parent, name)
+        except OSError:
+            budget.note("a folder that changed while it was copied")
+            return
+        try:
+            if target.is_symlink() or (target.exists() and not target.is_dir()):
+                remove_tree(target)
+            target.mkdir(exist_ok=True)
+            with os.scandir(fd) as entries:
+                names = sorted(entry.name for entry in entries if not entry.name.startswith(".set-aside-"))
+            for entry in os.scandir(target):
+                if entry.name not in names:
+                    remove_tree(target / entry.name)
+            for child in names:
+                copy_back(fd, child, target / child, budget, depth + 1)
+        finally:
+            os.close(fd)
+        return
+    if kind != stat.S_IFREG:
+        budget.note("links, pipes or devices")
+        remove_tree(target)
+        return
+    try:
+        fd = os.open(name, _READ, dir_fd=parent)
+    except OSError:
+        budget.note("a file that changed while it was copied")
+        return
+    with open(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            budget.note("links, pipes or devices")
+            return
+        if info.st_size > budget.size:
+            budget.note(f"files past {budget.size:,} bytes in all")
+            return
+        data = file.read(budget.size + 1)
+    budget.size -= len(data)
+    if target.is_symlink() or target.is_dir():
+        remove_tree(target)
+    try:
+        if target.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    with open(target, "r+b" if target.exists() else "wb") as file:  # in place: open handles see the change
+        file.write(data)
+        file.truncate()
+
+
+def remove_tree(path) -> None:
+    """Remove path (a file, a link or a folder of any depth); never recursive, never through a link.
+
+    Only two folders are open at a time: each folder is left through "..", which is safe once the
+    processes that made the tree are gone (the grader's clean-up) or within a folder they can only
+    rearrange (the channel's).
+    """
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        path.unlink()
+        return
+    top = os.open(path.parent, _FOLDER)
+    try:
+        _remove_below(top, path.name)
+    finally:
+        os.close(top)
+
+
+def _remove_below(top: int, name: str) -> None:
+    names = [name]  # the path from top to the folder being emptied
+    fd = os.open(name, _FOLDER, dir_fd=top)
+    try:
+        while names:
+            child = None
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        child = entry.name
+                        break
+                    try:
+                        os.unlink(entry.name, dir_fd=fd)
+                    except FileNotFoundError:
+                        pass
+            if child is not None:
+                inner = os.open(child, _FOLDER, dir_fd=fd)
+                os.close(fd)
+                fd, names = inner, names + [child]
+                continue
+            emptied = names.pop()
+            if names:
+                outer = os.open("..", _FOLDER & ~getattr(os, "O_NOFOLLOW", 0), dir_fd=fd)
+                os.close(fd)
+                fd = outer
+                os.rmdir(emptied, dir_fd=fd)
+            else:
+                os.rmdir(emptied, dir_fd=top)
+    finally:
+        os.close(fd)
+
+
+def remove_quietly(path) -> str | None:
+    """remove_tree, but a failure is returned as words instead of raised (None when it is gone)."""
+    try:
+        remove_tree(path)
+    except OSError as error:
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+        except RecursionError:
+            pass
+        return f"could not remove {path}: {error.strerror or error}"
+    return None
