@@ -41,8 +41,11 @@ from browser_support import (
     tree_snapshot,
 )
 
+from s09_jsonl_transcript.bilingual import notebook_files
+
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "notebooks").glob("*/[0-9][0-9]_*.ipynb"))
+# every notebook in both languages, the chapters first, then the notebooks beyond s09
+NOTEBOOKS = [path.relative_to(REPO).as_posix() for language in ("en", "zh") for path in notebook_files(language)]
 SCREENSHOTS = REPO / "artifacts" / "browser"
 
 pytestmark = pytest.mark.browser
