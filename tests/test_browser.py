@@ -1,7 +1,7 @@
 """The notebooks in a real JupyterLab, in a real browser (Debian's Chromium, headless).
 
 nbval proves that the notebooks compute the right things in a kernel; it cannot see what a
-student sees. For every notebooks/*.ipynb this test opens the notebook in JupyterLab, runs all
+student sees. For every notebook (notebooks/<language>/ and its beyond-s09/) this test opens it in JupyterLab, runs all
 cells, and fails on an error or stderr output, a widget that does not render ("Error displaying
 widget", "Loading widget..." left over, a widget shown as text), a plot not shown as an image, or a
 markdown image that does not load. Where the notebook has a main control (a Button with class
