@@ -8,7 +8,8 @@ markdown image that does not load. Where the notebook has a main control (a Butt
 s09-main-control) it clicks it and requires the s09-result widget's text to change.
 
 One JupyterLab serves a temporary copy of the repository for the whole module, so the run never
-writes into the checkout. A screenshot per notebook goes to artifacts/browser/<notebook>.png.
+writes into the checkout. A screenshot per notebook goes to artifacts/browser/, named by its place in
+notebooks/ (en-01_events_on_disk.png, zh-beyond-s09-06_crash_lab.png): the two languages do not overwrite each other.
 
 Run it alone:  python -m pytest -m browser tests/test_browser.py
 Without Chromium it skips (locally) or fails (when CI=true).
@@ -118,6 +119,18 @@ def _problems_seen_in_browser(page, url: str, click_seconds: float = CLICK_SECON
     return problems + browser_errors
 
 
+def screenshot_name(notebook: str) -> str:
+    """The screenshot's file name: the notebook's place under notebooks/ (language and part included), or its path."""
+    parts = Path(notebook).with_suffix("").parts
+    return "-".join(parts[1:] if parts[0] == "notebooks" else parts) + ".png"
+
+
+def test_each_notebook_has_a_screenshot_of_its_own():
+    names = [screenshot_name(notebook) for notebook in NOTEBOOKS]
+    assert len(set(names)) == len(names)
+    assert "en-01_events_on_disk.png" in names and "zh-beyond-s09-06_crash_lab.png" in names
+
+
 def _inspect(notebook: str, browser, lab, click_seconds: float = CLICK_SECONDS) -> list[str]:
     """Everything wrong with one notebook (path relative to the served root) in the browser."""
     tree_before = tree_snapshot(lab.root)
@@ -125,7 +138,7 @@ def _inspect(notebook: str, browser, lab, click_seconds: float = CLICK_SECONDS) 
     try:
         problems = _problems_seen_in_browser(page, lab.notebook_url(notebook), click_seconds)
     finally:
-        screenshot_whole_notebook(page, SCREENSHOTS / f"{Path(notebook).stem}.png")
+        screenshot_whole_notebook(page, SCREENSHOTS / screenshot_name(notebook))
         page.close()
         lab.shutdown_kernels()
     # Nothing may be saved or left behind: not the notebook (no autosave), not a file the notebook wrote.
