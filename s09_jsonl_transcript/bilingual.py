@@ -6,9 +6,10 @@
     python -m s09_jsonl_transcript.bilingual check      exit 1 (saying why) when the two languages disagree
     python -m s09_jsonl_transcript.bilingual tidy       tidy the saved notebooks without running them (see tidy())
 
-The English notebook (notebooks/en/NN_name.ipynb) is the source of the structure and the code.
-The Chinese text of its markdown cells lives beside the Chinese notebooks, in
-notebooks/zh/text/NN_name.md, one section per markdown cell:
+The English notebook (notebooks/en/NN_name.ipynb for a chapter of the lesson, notebooks/en/beyond-s09/
+NN_name.ipynb for a notebook beyond it) is the source of the structure and the code. The Chinese notebook
+has the same place under notebooks/zh/. The Chinese text of its markdown cells lives in one folder for
+both parts, notebooks/zh/text/NN_name.md, one section per markdown cell:
 
     <!-- cell 3b953fd5 | en 1a2b3c4d -->
     # 1. 磁盘上的事件 ...
@@ -45,6 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 LANGUAGE_LINE = {"en": 'i18n.use("en")', "zh": 'i18n.use("zh")'}
 _SECTION = re.compile(r"^<!-- cell (?P<id>[\w-]+) \| en (?P<fingerprint>[0-9a-f]{8}|todo) -->\n", re.M)
+BEYOND = "beyond-s09"  # notebooks/<language>/beyond-s09/: the notebooks that go past the lesson's five chapters
+PARTS = ("", BEYOND)  # in reading order: the lesson's chapters, then the notebooks beyond s09
+NOTEBOOK_NAME = "[0-9][0-9]_*.ipynb"
 _HEADER = "<!-- The Chinese text of notebooks/zh/{name}.ipynb: one section per markdown cell of " \
           "notebooks/en/{name}.ipynb (see s09_jsonl_transcript/bilingual.py). -->\n"
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*")
@@ -63,14 +67,28 @@ class Pair:
 
     @classmethod
     def named(cls, name: str, folder: Path = NOTEBOOKS) -> Pair:
-        """The pair for notebooks/en/<name>.ipynb."""
-        return cls(name, folder / "en" / f"{name}.ipynb", folder / "zh" / f"{name}.ipynb",
+        """The pair for notebooks/en/<name>.ipynb, or for notebooks/en/beyond-s09/<name>.ipynb when that is where
+        the notebook is (a name may also be given with its part: "beyond-s09/06_crash_lab")."""
+        name = Path(name).name
+        part = next((part for part in PARTS if (folder / "en" / part / f"{name}.ipynb").is_file()), "")
+        return cls(name, folder / "en" / part / f"{name}.ipynb", folder / "zh" / part / f"{name}.ipynb",
                    folder / "zh" / "text" / f"{name}.md")
+
+    @property
+    def place(self) -> str:
+        """Where the notebook is inside notebooks/<language>/, without .ipynb: "01_events_on_disk",
+        "beyond-s09/06_crash_lab"."""
+        return f"{BEYOND}/{self.name}" if self.english.parent.name == BEYOND else self.name
 
 
 def pairs(folder: Path = NOTEBOOKS) -> list[Pair]:
-    """Every English notebook's pair, in reading order."""
-    return [Pair.named(path.stem, folder) for path in sorted((folder / "en").glob("[0-9][0-9]_*.ipynb"))]
+    """Every English notebook's pair, in reading order: the lesson's chapters, then the notebooks beyond s09."""
+    return [Pair.named(path.stem, folder) for path in notebook_files("en", folder)]
+
+
+def notebook_files(language: str, folder: Path = NOTEBOOKS) -> list[Path]:
+    """The saved notebooks of one language (notebooks/<language>/), in reading order: the chapters, then beyond s09."""
+    return [path for part in PARTS for path in sorted((folder / language / part).glob(NOTEBOOK_NAME))]
 
 
 def fingerprint(text: str) -> str:
@@ -137,7 +155,7 @@ def extract(pair: Pair) -> list[str]:
         if section.english_fingerprint == "todo":
             work.append(cell.id)
         sections.append(section)
-    write_text(pair.text, pair.name, sections)
+    write_text(pair.text, pair.place, sections)
     return work
 
 
@@ -156,7 +174,7 @@ def accept(pair: Pair) -> tuple[list[str], list[str]]:
             else:
                 left.append(section.cell_id)
         sections.append(section)
-    write_text(pair.text, pair.name, sections)
+    write_text(pair.text, pair.place, sections)
     return accepted, left
 
 
@@ -360,10 +378,11 @@ def problems(pair: Pair) -> list[str]:
 
 
 def orphans(folder: Path = NOTEBOOKS) -> list[str]:
-    """Chinese notebooks and text files whose English notebook does not exist."""
-    english = {path.stem for path in (folder / "en").glob("*.ipynb")}
-    chinese = list((folder / "zh").glob("*.ipynb")) + list((folder / "zh" / "text").glob("*.md"))
-    return sorted(str(path.relative_to(folder)) for path in chinese if path.stem not in english)
+    """Chinese notebooks and text files with no English notebook in the same place (one moved, or removed)."""
+    expected = {path for pair in pairs(folder) for path in (pair.chinese, pair.text)}
+    chinese = [path for part in PARTS for path in (folder / "zh" / part).glob("*.ipynb")]
+    chinese += list((folder / "zh" / "text").glob("*.md"))
+    return sorted(str(path.relative_to(folder)) for path in chinese if path not in expected)
 
 
 def output_ignored(cell) -> bool:
@@ -393,7 +412,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m s09_jsonl_transcript.bilingual",
                                      description="Build and check the Chinese notebooks from the English ones.")
     parser.add_argument("command", choices=("extract", "accept", "build", "check", "tidy"))
-    parser.add_argument("names", nargs="*", help="notebook names (default: all), e.g. 01_events_on_disk")
+    parser.add_argument("names", nargs="*", help="notebook names (default: all), e.g. 01_events_on_disk 06_crash_lab")
     parser.add_argument("--no-run", action="store_true", help="build: write the notebooks without running them")
     args = parser.parse_args(argv)
     chosen = [Pair.named(name) for name in args.names] if args.names else pairs()

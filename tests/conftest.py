@@ -57,8 +57,10 @@ def pytest_addoption(parser):
 
 def _is_slow(item) -> bool:
     path = Path(str(item.fspath))
-    in_chinese = "[zh" in item.nodeid or (path.suffix == ".ipynb" and path.parent.name == "zh")
-    beyond_the_lesson = path.suffix == ".ipynb" and not LESSON_CHAPTER.fullmatch(path.name)
+    in_chinese = "[zh" in item.nodeid or (path.suffix == ".ipynb" and "zh" in path.parent.parts)
+    # notebooks/en/NN_*.ipynb only: notebooks/<language>/beyond-s09/ holds the notebooks beyond the lesson
+    a_chapter = path.parent.name == "en" and LESSON_CHAPTER.fullmatch(path.name)
+    beyond_the_lesson = path.suffix == ".ipynb" and not a_chapter
     return (item.get_closest_marker("slow") is not None or path.name in SLOW_MODULES or in_chinese
             or beyond_the_lesson)
 

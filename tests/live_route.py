@@ -1,4 +1,5 @@
-"""The widget actions of the 15-minute live route (docs/teaching.md), for notebooks 1 to 6.
+"""The widget actions of the 15-minute live route (docs/teaching.md): its five stops in notebooks 1 to 5, and
+its extras in notebooks 6 and 7 (beyond the lesson: notebooks/<language>/beyond-s09/).
 
 Each step is what the instructor does at one stop: the settings, then one press (or one move of a
 slider or checkbox), written as the kernel would run it after Run All. `shows` is a piece of text the
@@ -97,7 +98,7 @@ ROUTE = {
              "form.submit_button.click()", "form.result.value",
              {"en": "<b>candidate</b> (no event body inside)", "zh": "<b>候选</b>（不含事件正文）"}),
     ],
-    "06_crash_lab.ipynb": [
+    "beyond-s09/06_crash_lab.ipynb": [
         Step("Campaign 1: kill writers at random moments", "Kill 12 writers",
              "kill_panel.button.click()", "kill_panel.result.value",
              {"en": "every acknowledged event survived every kill", "zh": "每个已确认的事件都挺过了每一次杀进程"}),
@@ -109,6 +110,19 @@ ROUTE = {
         Step("Campaigns 3 and 4", "byte slider all the way right (the final newline)",
              "flip_panel.offset.value = flip_panel.offset.max", "flip_panel.result.value",
              {"en": "partial tail ignored (11 events)", "zh": "已忽略 partial tail（11 个事件）"}),
+    ],
+    "beyond-s09/07_lesson_to_production.ipynb": [
+        Step("Crash lab", "crash after 6, Crash and recover", "lab.point.value = 6\nlab.button.click()",
+             "lab.summary", {"en": "killed after 6 events; a fresh process reads state running and must: write_file "
+                                   "(call_2) may have run: repeat it only with an idempotency key",
+                             "zh": "写入 6 个事件后被杀；新进程读出的状态是 running，必须："
+                                   "write_file (call_2) 可能已经执行过"}),
+        Step("Crash lab", "crash after 19, Crash and recover", "lab.point.value = 19\nlab.button.click()",
+             "lab.summary", {"en": "reads state paused and must: wait for a resume_command",
+                             "zh": "新进程读出的状态是 paused，必须：等待 resume_command"}),
+        Step("Crash lab", "crash after 35, Crash and recover", "lab.point.value = 35\nlab.button.click()",
+             "lab.summary", {"en": "reads state expired and must: start a new session (expired is terminal)",
+                             "zh": "新进程读出的状态是 expired，必须：新建会话（expired 是终态）"}),
     ],
 }
 

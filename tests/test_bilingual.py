@@ -13,6 +13,7 @@ from s09_jsonl_transcript.bilingual import (
     fingerprint,
     numbers_in,
     orphans,
+    pairs,
     problems,
     read_text,
     write_text,
@@ -177,6 +178,36 @@ def test_a_missing_translation_stops_the_build(folder):
 def test_chinese_files_without_an_english_notebook_are_orphans(translated, folder):
     (folder / "zh" / "02_gone.ipynb").write_text("{}")
     assert orphans(folder) == ["zh/02_gone.ipynb"]
+
+
+def beyond_the_lesson(folder, name: str = "06_past") -> Pair:
+    """Move a copy of the toy to notebooks/en/beyond-s09/<name>.ipynb, as a notebook past the lesson's chapters."""
+    (folder / "en" / "beyond-s09").mkdir()
+    notebook = nbformat.read(folder / "en" / "01_toy.ipynb", as_version=4)
+    nbformat.write(notebook, folder / "en" / "beyond-s09" / f"{name}.ipynb")
+    return Pair.named(name, folder)
+
+
+def test_a_notebook_beyond_the_lesson_keeps_its_part_in_both_languages_and_its_text_beside_the_others(folder):
+    pair = beyond_the_lesson(folder)
+    assert pair == Pair.named("beyond-s09/06_past", folder)
+    assert (pair.english, pair.chinese, pair.text) == (folder / "en" / "beyond-s09" / "06_past.ipynb",
+                                                         folder / "zh" / "beyond-s09" / "06_past.ipynb",
+                                                         folder / "zh" / "text" / "06_past.md")
+    assert [one.place for one in pairs(folder)] == ["01_toy", "beyond-s09/06_past"]  # the chapters come first
+    extract(pair)
+    assert "notebooks/zh/beyond-s09/06_past.ipynb" in pair.text.read_text(encoding="utf-8").splitlines()[0]
+    translate(pair, {"intro": "# 6. 课文之外", "prose": "十二个事件变成**五**条消息。"})
+    build(pair, run=False)
+    assert problems(pair) == []
+    assert nbformat.read(pair.chinese, as_version=4).metadata["s09"]["source"] == "../../en/beyond-s09/06_past.ipynb"
+
+
+def test_a_chinese_notebook_left_where_its_english_one_used_to_be_is_an_orphan(translated, folder):
+    nbformat.write(nbformat.read(translated.chinese, as_version=4), folder / "zh" / "06_past.ipynb")
+    (folder / "zh" / "text" / "06_past.md").write_text("", encoding="utf-8")
+    beyond_the_lesson(folder)
+    assert orphans(folder) == ["zh/06_past.ipynb"]  # its text is still the beyond notebook's: not an orphan
 
 
 def test_a_section_repeated_in_the_text_file_is_refused(translated):

@@ -1,14 +1,15 @@
 """The notebooks in a real JupyterLab, in a real browser (Debian's Chromium, headless).
 
 nbval proves that the notebooks compute the right things in a kernel; it cannot see what a
-student sees. For every notebooks/*.ipynb this test opens the notebook in JupyterLab, runs all
+student sees. For every notebook (notebooks/<language>/ and its beyond-s09/) this test opens it in JupyterLab, runs all
 cells, and fails on an error or stderr output, a widget that does not render ("Error displaying
 widget", "Loading widget..." left over, a widget shown as text), a plot not shown as an image, or a
 markdown image that does not load. Where the notebook has a main control (a Button with class
 s09-main-control) it clicks it and requires the s09-result widget's text to change.
 
 One JupyterLab serves a temporary copy of the repository for the whole module, so the run never
-writes into the checkout. A screenshot per notebook goes to artifacts/browser/<notebook>.png.
+writes into the checkout. A screenshot per notebook goes to artifacts/browser/, named by its place in
+notebooks/ (en-01_events_on_disk.png, zh-beyond-s09-06_crash_lab.png): the two languages do not overwrite each other.
 
 Run it alone:  python -m pytest -m browser tests/test_browser.py
 Without Chromium it skips (locally) or fails (when CI=true).
@@ -41,8 +42,11 @@ from browser_support import (
     tree_snapshot,
 )
 
+from s09_jsonl_transcript.bilingual import notebook_files
+
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "notebooks").glob("*/[0-9][0-9]_*.ipynb"))
+# every notebook in both languages, the chapters first, then the notebooks beyond s09
+NOTEBOOKS = [path.relative_to(REPO).as_posix() for language in ("en", "zh") for path in notebook_files(language)]
 SCREENSHOTS = REPO / "artifacts" / "browser"
 
 pytestmark = pytest.mark.browser
@@ -115,6 +119,18 @@ def _problems_seen_in_browser(page, url: str, click_seconds: float = CLICK_SECON
     return problems + browser_errors
 
 
+def screenshot_name(notebook: str) -> str:
+    """The screenshot's file name: the notebook's place under notebooks/ (language and part included), or its path."""
+    parts = Path(notebook).with_suffix("").parts
+    return "-".join(parts[1:] if parts[0] == "notebooks" else parts) + ".png"
+
+
+def test_each_notebook_has_a_screenshot_of_its_own():
+    names = [screenshot_name(notebook) for notebook in NOTEBOOKS]
+    assert len(set(names)) == len(names)
+    assert "en-01_events_on_disk.png" in names and "zh-beyond-s09-06_crash_lab.png" in names
+
+
 def _inspect(notebook: str, browser, lab, click_seconds: float = CLICK_SECONDS) -> list[str]:
     """Everything wrong with one notebook (path relative to the served root) in the browser."""
     tree_before = tree_snapshot(lab.root)
@@ -122,7 +138,7 @@ def _inspect(notebook: str, browser, lab, click_seconds: float = CLICK_SECONDS) 
     try:
         problems = _problems_seen_in_browser(page, lab.notebook_url(notebook), click_seconds)
     finally:
-        screenshot_whole_notebook(page, SCREENSHOTS / f"{Path(notebook).stem}.png")
+        screenshot_whole_notebook(page, SCREENSHOTS / screenshot_name(notebook))
         page.close()
         lab.shutdown_kernels()
     # Nothing may be saved or left behind: not the notebook (no autosave), not a file the notebook wrote.

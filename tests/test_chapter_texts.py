@@ -5,13 +5,13 @@ translator (`tr = i18n.translator("<domain>")`); the Chinese notebook finds it i
 """
 
 import re
-from pathlib import Path
 
 import pytest
 from chapter_texts import catalog_of, notebook_translator, translated_texts
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks" / "en"
-WITH_TRANSLATOR = [path for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")) if notebook_translator(path)[0]]
+from s09_jsonl_transcript.bilingual import notebook_files
+
+WITH_TRANSLATOR = [path for path in notebook_files("en") if notebook_translator(path)[0]]
 FIELD = re.compile(r"{(\w*)[^}]*}")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

@@ -46,7 +46,7 @@ def markdown_cells(path: Path) -> list[str]:
     return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown"]
 
 
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*/[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [*bilingual.notebook_files("en"), *bilingual.notebook_files("zh")]  # chapters, then beyond s09
 
 
 def test_the_glossary_has_one_row_per_concept_with_both_languages():
@@ -57,7 +57,7 @@ def test_the_glossary_has_one_row_per_concept_with_both_languages():
     assert len(set(english)) == len(english) and len(set(chinese)) == len(chinese)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: f"{path.parent.name}/{path.stem}")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.relative_to(REPO / "notebooks").as_posix())
 def test_words_the_kit_does_not_use_appear_in_one_cell_at_most(path):
     cells = markdown_cells(path)
     kit_words = {row[3] for row in glossary_rows()}
@@ -106,7 +106,7 @@ def units(path: Path) -> list[tuple[str, str]]:
 
 def code_cell_ids(path: Path) -> set[str]:
     """The ids of the code cells of the English notebook a Chinese text file translates (empty for other files)."""
-    for english in (REPO / "notebooks" / "en" / f"{path.stem}.ipynb", REPO / "exercises" / f"{path.stem}.ipynb"):
+    for english in (bilingual.Pair.named(path.stem).english, REPO / "exercises" / f"{path.stem}.ipynb"):
         if path.parent.name == "text" and english.is_file():
             cells = json.loads(english.read_text(encoding="utf-8"))["cells"]
             return {cell["id"] for cell in cells if cell["cell_type"] == "code"}

@@ -13,7 +13,7 @@ from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons import your_agents_transcript as your_agent
 
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOK = "09_your_agents_transcript.ipynb"
+NOTEBOOK = "beyond-s09/09_your_agents_transcript.ipynb"
 CLAUDE, CODEX = SAMPLES["claude-code"], SAMPLES["codex"]
 
 

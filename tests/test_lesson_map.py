@@ -84,7 +84,7 @@ def test_every_heading_the_map_names_is_in_its_notebook(notebook):
 
 @pytest.mark.parametrize("notebook", sorted(HEADINGS_BY_NOTEBOOK), ids=lambda path: Path(path).stem)
 def test_the_chinese_map_names_headings_the_chinese_notebook_has(notebook):
-    chinese = REPO / "notebooks" / "zh" / Path(notebook).name
+    chinese = REPO / notebook.replace("notebooks/en/", "notebooks/zh/", 1)
     if not chinese.is_file():
         pytest.skip(f"{chinese.name} is not translated yet: the map shows its English headings")
     headings = set(notebook_headings(chinese))
@@ -163,9 +163,17 @@ def test_links_from_the_notebooks_folder_climb_out_of_it():
 
 def test_notebook_9_shows_the_lesson_s_comparison_with_real_agents_formats():
     rows = {section: places for section, _, places in lesson_map("en")}
-    nb9 = "notebooks/en/09_your_agents_transcript.ipynb"
+    nb9 = "notebooks/en/beyond-s09/09_your_agents_transcript.ipynb"
     for section in ("WorkBuddy 架构对照 · 事件格式", "WorkBuddy 架构对照 · 文件位置", "练习 1. 截断回放",
                     "常见误区：对任意坏行都静默跳过"):
         assert nb9 in [place.path for place in rows[section]], section
     chinese = Place(nb9, "A partial tail").in_language("zh")
-    assert chinese.path == "notebooks/zh/09_your_agents_transcript.ipynb" and chinese.heading == "这里的 partial tail"
+    assert chinese.path == "notebooks/zh/beyond-s09/09_your_agents_transcript.ipynb"
+    assert chinese.heading == "这里的 partial tail"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_notebook_beyond_the_lesson_is_named_with_its_folder_in_the_map(language):
+    table = lesson_map_markdown(f"docs/{language}".removesuffix("/en"), language=language)
+    assert "[beyond-s09/06_crash_lab](" in table and "[06_crash_lab](" not in table
+    assert "[05_memory_gate](" in table and "[beyond-s09/05" not in table  # a chapter is named as it was

@@ -40,7 +40,7 @@ from s09_jsonl_transcript.turns import (  # noqa: E402
 )
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-NOTEBOOK_NAME = "07_lesson_to_production.ipynb"
+NOTEBOOK_NAME = "beyond-s09/07_lesson_to_production.ipynb"
 LANGUAGES = ("en", "zh")
 HTML_TAG = re.compile(r"</?(div|table|thead|tbody|tr|td|th|span|b|i|p|br|em|strong|code|pre|ul|li|a)\b[^>]*>",
                       re.IGNORECASE)

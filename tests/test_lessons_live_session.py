@@ -410,7 +410,7 @@ def stdout_of(notebook: dict, cell_id: str) -> str:
 @pytest.mark.parametrize("language", sorted(SAVED))
 def test_the_saved_panels_agree_with_the_printed_text_in_their_language(language):
     expected = SAVED[language]
-    notebook = load(NOTEBOOKS / language / "08_live_session.ipynb")
+    notebook = load(NOTEBOOKS / language / "beyond-s09" / "08_live_session.ipynb")
     markdown = "".join("".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "markdown")
     # the live panel: its button, and as many committed events as the last printed sequence of the main log
     live = displayed_widgets(notebook, "2253c576")

@@ -13,15 +13,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from s09_jsonl_transcript.bilingual import execute, tidy
+from s09_jsonl_transcript.bilingual import execute, notebook_files, tidy
 
 ROOT = Path(__file__).resolve().parent.parent
-SAVED = sorted((ROOT / "notebooks").glob("*/*.ipynb"))
+SAVED = [*notebook_files("en"), *notebook_files("zh")]  # the chapters and the notebooks beyond s09
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 NUMBERED_ID = re.compile(r"0{16}[0-9a-f]{16}")
 
 
-@pytest.mark.parametrize("path", SAVED, ids=lambda path: f"{path.parent.name}/{path.name}")
+@pytest.mark.parametrize("path", SAVED, ids=lambda path: path.relative_to(ROOT / "notebooks").as_posix())
 def test_a_saved_notebook_holds_no_run_dependent_metadata(path):
     notebook = json.loads(path.read_text(encoding="utf-8"))
     for number, cell in enumerate(notebook["cells"], start=1):

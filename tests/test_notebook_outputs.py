@@ -20,12 +20,13 @@ import pytest  # noqa: E402
 from chapter_code import run_cells  # noqa: E402
 
 from s09_jsonl_transcript import i18n  # noqa: E402
+from s09_jsonl_transcript.bilingual import notebook_files  # noqa: E402
 from s09_jsonl_transcript.lessons import partial_tail_vs_corruption  # noqa: E402
 from s09_jsonl_transcript.lessons.events_on_disk import StepperPanel  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 LANGUAGES = ("en", "zh")
-ALL_NOTEBOOKS = sorted(NOTEBOOKS.glob("*/[0-9][0-9]_*.ipynb"))  # both languages
+ALL_NOTEBOOKS = [*notebook_files("en"), *notebook_files("zh")]  # both languages, the chapters and beyond s09
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
@@ -59,7 +60,7 @@ def markup_printed_as_text(notebook: dict) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda path: f"{path.parent.name}/{path.stem}")
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda path: path.relative_to(NOTEBOOKS).as_posix())
 def test_no_output_prints_html_markup_as_text(path):
     found = markup_printed_as_text(load(path))
     assert not found, f"{path.name} prints HTML as text (render it, or print plain text):\n  " + "\n  ".join(found)

@@ -22,7 +22,7 @@ import pytest
 from s09_jsonl_transcript import bilingual
 
 REPO = Path(__file__).resolve().parents[1]
-ENGLISH = sorted((REPO / "notebooks" / "en").glob("[0-9][0-9]_*.ipynb"))
+ENGLISH = bilingual.notebook_files("en")  # the chapters and the notebooks beyond s09
 # the lesson, the lab and the kit's modules whose calls any notebook's text may name
 ALWAYS = ("s09_jsonl_transcript.code", "s09_jsonl_transcript.lab", "s09_jsonl_transcript.turns",
           "s09_jsonl_transcript.index", "s09_jsonl_transcript.live", "s09_jsonl_transcript.crashlab.kills")

@@ -9,7 +9,9 @@ docs/zh/teaching.md (links from docs/zh/), and wherever else it is wanted; chapt
 
 A place is a notebook and one of its headings, or a file. The map names each heading as the English
 notebook has it; in Chinese the place is the Chinese notebook, and its heading is read from the
-same markdown cell of notebooks/zh/NN_name.ipynb, found by the cell's id. Files have a Chinese twin
+same markdown cell of the Chinese notebook (notebooks/zh/NN_name.ipynb, or notebooks/zh/beyond-s09/NN_name.ipynb
+for a notebook beyond the lesson), found by the cell's id. A link to a notebook beyond the lesson is
+named with its folder ("beyond-s09/06_crash_lab"), so the map shows where the lesson ends. Files have a Chinese twin
 too: the Chinese diagram and the Chinese exercises (exercises/zh). Until the Chinese file exists,
 the map links the English one, with its English heading, so every link works. (So after a Chinese
 notebook or exercise is added, or a heading's translation changes, build that notebook first, then
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import i18n
+from ..bilingual import BEYOND
 
 NOTEBOOKS = "notebooks/en"
 REPO = Path(__file__).resolve().parents[2]  # the repository the package lives in: notebooks/, images/
@@ -60,11 +63,11 @@ def translated_heading(notebook: str, heading: str, language: str) -> str:
     """One heading of an English notebook (path from the repository's root) as the notebook in language has it.
 
     The heading is found in a markdown cell of the English notebook; the other language's notebook
-    (notebooks/<language>/, the same file name) has the same cell, by id, with its headings in the
+    (notebooks/<language>/, the same place) has the same cell, by id, with its headings in the
     same order. Where that notebook, that cell or a heading in the same place is missing, the
     English heading is returned.
     """
-    translated = _markdown_by_id(REPO / "notebooks" / language / Path(notebook).name)
+    translated = _markdown_by_id(REPO / "notebooks" / language / notebook.removeprefix(f"{NOTEBOOKS}/"))
     for cell_id, text in _markdown_by_id(REPO / notebook).items():
         found = headings_of(text)
         if heading in found:
@@ -108,6 +111,8 @@ class Place:
         tr = language_translator("lesson_map", language)
         link = posixpath.relpath(self.path, start)
         name = Path(self.path).stem if self.is_notebook else Path(self.path).name
+        if Path(self.path).parent.name == BEYOND:
+            name = f"{BEYOND}/{name}"  # a notebook past the lesson's chapters says so
         text = f"[{name}]({link})"
         return tr('{link}: "{heading}"', link=text, heading=self.heading) if self.heading else text
 
@@ -117,8 +122,10 @@ def _nb(stem: str, heading: str) -> Place:
 
 
 NB1, NB2, NB3 = "01_events_on_disk", "02_crash_injection", "03_partial_tail_vs_corruption"
-NB4, NB5, NB6, NB7 = "04_replay_window", "05_memory_gate", "06_crash_lab", "07_lesson_to_production"
-NB9 = "09_your_agents_transcript"
+NB4, NB5 = "04_replay_window", "05_memory_gate"
+# beyond the lesson: notebooks/<language>/beyond-s09/
+NB6, NB7 = f"{BEYOND}/06_crash_lab", f"{BEYOND}/07_lesson_to_production"
+NB9 = f"{BEYOND}/09_your_agents_transcript"
 RAW_FILE = "1. A raw agent file, through the lesson's eyes"
 
 NB1_TITLE = "1. Events on disk: writing `append` from scratch"

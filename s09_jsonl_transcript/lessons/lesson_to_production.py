@@ -612,7 +612,7 @@ def turns_writer_child(path: str, count: str) -> None:
 def crash_writer_after(path, count: int) -> None:
     """Run a writer in a child process, let it append the first count events of TURNS_SCRIPT, kill it.
 
-    The kill is SIGKILL on POSIX (no cleanup runs) and TerminateProcess on Windows.
+    The kill is SIGKILL: no cleanup runs.
     """
     if not 0 <= count <= len(TURNS_SCRIPT):
         raise ValueError(f"count must be between 0 and {len(TURNS_SCRIPT)}, not {count!r}")

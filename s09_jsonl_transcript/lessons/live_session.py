@@ -214,7 +214,7 @@ class StreamCrash:
 
 
 def crash_mid_stream(path, deltas: int = 6) -> StreamCrash:
-    """Kill a writer (SIGKILL; TerminateProcess on Windows) after it streamed `deltas` pieces of a reply."""
+    """Kill a writer (SIGKILL) after it streamed `deltas` pieces of a reply."""
     if not 1 <= deltas <= len(reply_pieces()):
         raise ValueError(f"deltas must be between 1 and {len(reply_pieces())}, not {deltas!r}")
     child = start_child("s09_jsonl_transcript.lessons.live_child:stream_writer_child", path, deltas)
