@@ -96,8 +96,8 @@ def test_links_go_to_notebooks_and_exercises_of_the_same_language(name, language
     for link in links:
         if "notebooks" in link:
             assert link.startswith(WORDS[language]["notebooks"]), link
-            # The Chinese notebooks are built from the English ones, with the same names.
-            assert (ROOT / "notebooks" / "en" / Path(link).name).exists(), link
+            # The Chinese notebooks are built from the English ones, with the same names and folders.
+            assert (ROOT / "notebooks" / "en" / link.split(WORDS[language]["notebooks"], 1)[1]).exists(), link
         elif link.endswith(".ipynb"):
             assert (FOLDERS[language] / link).exists(), link
         else:
