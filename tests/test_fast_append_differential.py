@@ -11,6 +11,7 @@ on purpose and check that this file notices.
 """
 
 import enum
+import errno
 import tempfile
 from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
@@ -26,11 +27,12 @@ from s09_jsonl_transcript.code import (
     MAX_NESTING,
     TYPE_FUNCTION_CALL,
     TYPE_MESSAGE,
+    JSONLTranscript,
     TranscriptValidationError,
     checked_event,
     ticking_clock,
 )
-from s09_jsonl_transcript.lab import DurableTranscript
+from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO
 
 AVAILABLE = [name for name in fast.DECODERS if name == "stdlib" or fast.msgspec is not None]
 checks = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -266,3 +268,47 @@ def test_a_fast_path_that_lets_floats_skip_the_float_check_is_caught():
     assert disagreements([[event]], "msgspec") == []
     with broken("_plain_container", floats_as_plain):
         assert disagreements([[event]], "msgspec")
+
+
+# --------------------------------------------------------------------------- the writer check skipped
+
+
+class FailsOnce(OsFileIO):
+    """The lesson's I/O calls, whose first write after arm() fails as a full disk would."""
+
+    armed = False
+
+    def write(self, fd, data):
+        if self.armed:
+            self.armed = False
+            raise OSError(errno.ENOSPC, "no space left on device")
+        return super().write(fd, data)
+
+
+def test_the_appends_ask_the_lessons_writer_check_only_when_the_writer_may_be_closed(tmp_path, monkeypatch):
+    """The lab skips the lesson's open_writer (and its os.getpid()) while it holds the writer; it still
+    asks after close(), after a failed write (the lesson dropped the writer) and after a fork
+    (tests/test_lesson_and_lab_promises.py forks)."""
+    asked = []
+    real = JSONLTranscript.open_writer
+    monkeypatch.setattr(JSONLTranscript, "open_writer", lambda self: asked.append(1) or real(self))
+    file_io = FailsOnce()
+    transcript = DurableTranscript(tmp_path / "s.jsonl", file_io=file_io)
+    for _ in range(3):
+        transcript.append(EDGES["plain message"])
+    transcript.append_batch([EDGES["plain message"]] * 2)
+    assert len(asked) == 1
+    transcript.close()
+    transcript.append(EDGES["plain message"])
+    assert len(asked) == 2
+    for act in (lambda: transcript.append(EDGES["plain message"]),
+                lambda: transcript.append_batch([EDGES["plain message"]] * 2)):
+        file_io.armed = True
+        with pytest.raises(OSError, match="no space"):
+            act()
+        before = len(asked)
+        act()  # reopens: the lesson re-reads the tail
+        assert len(asked) == before + 1
+    transcript.close()
+    sequences = [record["sequence"] for record in DurableTranscript(tmp_path / "s.jsonl").read_events()]
+    assert sequences == list(range(1, 10))
