@@ -50,7 +50,7 @@ from .code import (
     regular,
     ticking_clock,
 )
-from .fast import encode_record, fast_recover, plain_payload, utc_now, utc_stamp
+from .fast import encode_lines, encode_record, fast_recover, plain_payload, utc_now, utc_stamp
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers refuse a longer line
 BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
@@ -230,12 +230,12 @@ class DurableTranscript(JSONLTranscript):
                         **batch_end, **payload} for sequence, payload in enumerate(payloads, start=first)]
             lines = self._encode(records, floats=not all_plain)
             try:
-                self.write_durably(b"".join(lines))
+                self.write_durably(b"\n".join([*lines, b""]))  # a newline after each line
             except BaseException:
                 self._writer_forks = None  # as in append
                 raise
             self.next_sequence += len(records)
-            self._last_line = lines[-1][:-1]
+            self._last_line = lines[-1]
         return records
 
     def timestamp(self) -> str:
@@ -243,12 +243,15 @@ class DurableTranscript(JSONLTranscript):
         return utc_stamp() if self.clock is utc_now else super().timestamp()
 
     def _encode(self, records: list, *, floats: bool) -> list[bytes]:
-        """Each record as one line of UTF-8 JSON (newline included), sealed when integrity is on."""
+        """Each record as one line of UTF-8 JSON (no newline), sealed when integrity is on."""
+        if self.fast_paths and not floats and not self.integrity:
+            lines = encode_lines(records)  # one pass; None: a record the loop below decides
+            if lines is not None and max(map(len, lines)) < self.max_record_bytes:
+                return lines  # else the loop below names the first line too long
         lines, previous = [], self._last_line
         for record in records:
-            line = self._encoded_line(record, previous, floats=floats)
-            lines.append(line + b"\n")
-            previous = line
+            previous = self._encoded_line(record, previous, floats=floats)
+            lines.append(previous)
         return lines
 
     def _encoded_line(self, record: dict, previous: bytes, *, floats: bool) -> bytes:

@@ -71,14 +71,16 @@ def outcome(act):
         return ("error", type(error).__name__, str(error))
 
 
-def disagreements(batches, decoder: str) -> list[str]:
+def disagreements(batches, decoder: str, **options) -> list[str]:
     """Where appending batches (a list of event lists; a one-event list is a single append) with the
-    fast path differs from the careful path: each call's outcome, then the bytes on disk."""
+    fast path differs from the careful path: each call's outcome, then the bytes on disk. options go
+    to both transcripts (max_record_bytes, say)."""
     found = []
     with tempfile.TemporaryDirectory() as folder, fast.decoding_with(decoder):
         sides = []
         for fast_paths in (True, False):
-            transcript = DurableTranscript(Path(folder) / f"{fast_paths}" / "diff.jsonl", clock=ticking_clock())
+            transcript = DurableTranscript(Path(folder) / f"{fast_paths}" / "diff.jsonl", clock=ticking_clock(),
+                                           **options)
             transcript.fast_paths = fast_paths
             sides.append(transcript)
         for number, events in enumerate(batches):
@@ -190,6 +192,26 @@ def test_each_edge_alone_and_in_a_batch(decoder, name):
     event = EDGES[name]
     assert copy_disagreement(event) is None
     assert disagreements([[event], [EDGES["plain message"], event], [EDGES["plain message"]]], decoder) == []
+
+
+LONG = {"type": TYPE_MESSAGE, "role": "user", "content": "x" * 400}
+WIDE = {"type": TYPE_MESSAGE, "role": "user", "content": "中" * 150}  # 450 bytes of UTF-8, 150 characters
+
+
+@pytest.mark.parametrize("decoder", AVAILABLE)
+@pytest.mark.parametrize("batch", [
+    [LONG], [EDGES["plain message"], LONG], [LONG, EDGES["plain message"]], [WIDE, EDGES["plain message"]],
+    [LONG, EDGES["a lone surrogate"]], [EDGES["a lone surrogate"], LONG], [EDGES["a big integer"], LONG],
+    [EDGES["nested call"], EDGES["a big integer"], EDGES["a lone surrogate"]],
+], ids=["long", "plain-long", "long-plain", "wide-plain", "long-surrogate", "surrogate-long", "bigint-long",
+        "call-bigint-surrogate"])
+def test_a_batch_refuses_what_the_careful_path_refuses_first(decoder, batch):
+    """append_batch encodes a plain batch in one pass (fast.encode_lines); the first record the careful
+    path refuses (too long, a lone surrogate) is still the one named, and a big integer msgspec
+    cannot write is still written by the standard library."""
+    calls = [batch, batch[:1], [EDGES["plain message"]]]
+    assert disagreements(calls, decoder, max_record_bytes=420) == []
+    assert disagreements(calls, decoder) == []
 
 
 def test_the_common_events_take_the_fast_path_and_the_rest_do_not():
