@@ -259,6 +259,22 @@ def test_the_peers_own_stamp_is_what_isoformat_writes(time_ns, monkeypatch, tmp_
     peer.close()
 
 
+def test_sqlite_is_warmed_up_until_its_log_is_written_over_and_left_empty(tmp_path):
+    database = bench.SqliteLog(tmp_path / "s.sqlite3", "NORMAL")
+    line = b"x" * 1200
+    inserted = database.warm_up(line)
+    log = tmp_path / "s.sqlite3-wal"
+    size = log.stat().st_size
+    pages, page_bytes = (database.connection.execute(f"PRAGMA {name}").fetchone()[0]
+                         for name in ("wal_autocheckpoint", "page_size"))
+    assert 0 < inserted < 4 * pages and size >= pages * page_bytes  # a log of wal_autocheckpoint pages
+    assert database.connection.execute("SELECT count(*) FROM events").fetchone() == (0,)
+    for _ in range(100):
+        database.insert(line)
+    assert log.stat().st_size == size  # SQLite writes over its log now: the state figure 3 measures
+    database.close()
+
+
 def test_the_batch_baselines_write_the_batches_bytes(tmp_path):
     samples = bench.batch_costs(tmp_path, rounds=2, batch_size=10, singles_per_round=3, text_bytes=50)
     assert set(samples) == {"append_batch", "dumps_batch", "bare", "append"}
