@@ -1,6 +1,6 @@
 """Benchmarks: the lesson's transcript measured against bare baselines and fair peers, as ratios.
 
-    python -m s09_jsonl_transcript.bench            full sizes: 1,000,000 events, about 1 GB (two or three minutes)
+    python -m s09_jsonl_transcript.bench            full sizes: 1,000,000 events, about 1 GB (half a minute or more)
     python -m s09_jsonl_transcript.bench --quick    small sizes, a second or two (the test suite runs this)
     options: --json FILE (raw numbers; default artifacts/bench.json), --dir DIR (where the temporary
              transcripts go; default the system's temporary folder; about 2.5 GB free are needed)
