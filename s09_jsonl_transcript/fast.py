@@ -448,6 +448,21 @@ def encode_record(record: dict, decoder: str | None = None, *, floats: bool = Tr
         raise TranscriptValidationError("strings must be valid Unicode (no lone surrogates)") from None
 
 
+def encode_lines(records: list, decoder: str | None = None) -> list[bytes] | None:
+    """Each record as encode_record(record, floats=False) writes it, in one pass with no call of
+    ours a record (append_batch's common case), or None when a record needs encode_record's care
+    (a lone surrogate, or what msgspec refuses): the caller then encodes them one by one.
+
+    The records hold no float: plain_payload made their events.
+    """
+    try:
+        if (decoder or ACTIVE) == "msgspec":
+            return [_MSGSPEC_ENCODE(record) for record in records]
+        return ["".join(_C_ENCODE(record, 0)).encode("utf-8") for record in records]
+    except Exception:  # noqa: BLE001 - encode_record decides, record by record
+        return None
+
+
 # --------------------------------------------------------------------------- checking a plain event in one pass
 
 

@@ -50,13 +50,22 @@ from .code import (
     regular,
     ticking_clock,
 )
-from .fast import encode_record, fast_recover, plain_payload, utc_now, utc_stamp
+from .fast import encode_lines, encode_record, fast_recover, plain_payload, utc_now, utc_stamp
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers refuse a longer line
 BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
 CHAIN_FIELD = "chain"  # integrity mode only: sha256 of (previous line, this line), always the last field
 RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | {BATCH_END_FIELD}  # the envelope, and batch_end on a batch's records
 BLOCK = 64 * 1024  # how much a reader reads at a time, from either end of the file
+_forks = 0  # how many os.fork() calls made this process (each adds one in the child)
+
+
+def _count_fork() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_count_fork)
 
 
 class SessionExistsError(TranscriptIOError, FileExistsError):
@@ -117,6 +126,7 @@ class DurableTranscript(JSONLTranscript):
         self.max_record_bytes = max_record_bytes
         self.file_io = file_io or OsFileIO()
         self._last_line = b""  # the last record written: the next record's chain anchor
+        self._writer_forks = None  # _forks when open_writer last opened the writer; None: not open
 
     @classmethod
     def for_session(cls, root, workspace: str, session_id: str, *, new: bool = False, **options):
@@ -159,11 +169,17 @@ class DurableTranscript(JSONLTranscript):
         if not plain:
             payload = checked_event(event)  # the lesson's checks: refuse before a byte is written
         with self.lock:
-            self.open_writer()
+            if self._writer_forks != _forks:  # see open_writer
+                self.open_writer()
             sequence = self.next_sequence
-            record = {**self.envelope(sequence), **payload}
+            record = self.envelope(sequence)
+            record.update(payload)  # after the envelope, as the lesson's {**envelope, **payload}
             line = self._encoded_line(record, self._last_line, floats=not plain)
-            self.write_durably(line + b"\n")
+            try:
+                self.write_durably(line + b"\n")
+            except BaseException:
+                self._writer_forks = None  # the lesson dropped the writer: the next append reopens it
+                raise
             self.next_sequence, self._last_line = sequence + 1, line
         return record
 
@@ -182,21 +198,44 @@ class DurableTranscript(JSONLTranscript):
         with self.lock:
             self.open_writer()
 
+    def open_writer(self) -> None:
+        """The lesson's open_writer (hold `lock`), noting that this process holds the writer.
+
+        The lesson's returns at once when this process opened the writer, which it learns from
+        os.getpid(): a system call, about 1.5 µs right after an fsync on the development machine.
+        So the appends call it only when the writer may not be open in this process: never
+        opened, closed, dropped by a failed write, or opened before an os.fork() (the child
+        counts the fork, so its first append comes here, and the lesson drops the parent's writer).
+        """
+        super().open_writer()
+        self._writer_forks = _forks
+
+    def close(self) -> None:
+        """Release the writer's descriptor and its lock; a later append opens them again."""
+        with self.lock:
+            self._writer_forks = None
+            super().close()
+
     def _append_all(self, events: list) -> list[dict]:
         plain = [plain_payload(event) if self.fast_paths else None for event in events]  # as in append
         all_plain = None not in plain
         payloads = plain if all_plain else [checked_event(event) for event in events]  # refuse before writing
         with self.lock:
-            self.open_writer()
+            if self._writer_forks != _forks:  # see open_writer
+                self.open_writer()
             first = self.next_sequence
             envelope = self.envelope(first)  # one commit, one time for all its records
             batch_end = {BATCH_END_FIELD: first + len(payloads) - 1} if len(payloads) > 1 else {}
             records = [{**envelope, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
                         **batch_end, **payload} for sequence, payload in enumerate(payloads, start=first)]
             lines = self._encode(records, floats=not all_plain)
-            self.write_durably(b"".join(lines))
+            try:
+                self.write_durably(b"\n".join([*lines, b""]))  # a newline after each line
+            except BaseException:
+                self._writer_forks = None  # as in append
+                raise
             self.next_sequence += len(records)
-            self._last_line = lines[-1][:-1]
+            self._last_line = lines[-1]
         return records
 
     def timestamp(self) -> str:
@@ -204,12 +243,15 @@ class DurableTranscript(JSONLTranscript):
         return utc_stamp() if self.clock is utc_now else super().timestamp()
 
     def _encode(self, records: list, *, floats: bool) -> list[bytes]:
-        """Each record as one line of UTF-8 JSON (newline included), sealed when integrity is on."""
+        """Each record as one line of UTF-8 JSON (no newline), sealed when integrity is on."""
+        if self.fast_paths and not floats and not self.integrity:
+            lines = encode_lines(records)  # one pass; None: a record the loop below decides
+            if lines is not None and max(map(len, lines)) < self.max_record_bytes:
+                return lines  # else the loop below names the first line too long
         lines, previous = [], self._last_line
         for record in records:
-            line = self._encoded_line(record, previous, floats=floats)
-            lines.append(line + b"\n")
-            previous = line
+            previous = self._encoded_line(record, previous, floats=floats)
+            lines.append(previous)
         return lines
 
     def _encoded_line(self, record: dict, previous: bytes, *, floats: bool) -> bytes:

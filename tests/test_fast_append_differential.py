@@ -11,6 +11,7 @@ on purpose and check that this file notices.
 """
 
 import enum
+import errno
 import tempfile
 from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
@@ -26,11 +27,12 @@ from s09_jsonl_transcript.code import (
     MAX_NESTING,
     TYPE_FUNCTION_CALL,
     TYPE_MESSAGE,
+    JSONLTranscript,
     TranscriptValidationError,
     checked_event,
     ticking_clock,
 )
-from s09_jsonl_transcript.lab import DurableTranscript
+from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO
 
 AVAILABLE = [name for name in fast.DECODERS if name == "stdlib" or fast.msgspec is not None]
 checks = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -69,14 +71,16 @@ def outcome(act):
         return ("error", type(error).__name__, str(error))
 
 
-def disagreements(batches, decoder: str) -> list[str]:
+def disagreements(batches, decoder: str, **options) -> list[str]:
     """Where appending batches (a list of event lists; a one-event list is a single append) with the
-    fast path differs from the careful path: each call's outcome, then the bytes on disk."""
+    fast path differs from the careful path: each call's outcome, then the bytes on disk. options go
+    to both transcripts (max_record_bytes, say)."""
     found = []
     with tempfile.TemporaryDirectory() as folder, fast.decoding_with(decoder):
         sides = []
         for fast_paths in (True, False):
-            transcript = DurableTranscript(Path(folder) / f"{fast_paths}" / "diff.jsonl", clock=ticking_clock())
+            transcript = DurableTranscript(Path(folder) / f"{fast_paths}" / "diff.jsonl", clock=ticking_clock(),
+                                           **options)
             transcript.fast_paths = fast_paths
             sides.append(transcript)
         for number, events in enumerate(batches):
@@ -190,6 +194,26 @@ def test_each_edge_alone_and_in_a_batch(decoder, name):
     assert disagreements([[event], [EDGES["plain message"], event], [EDGES["plain message"]]], decoder) == []
 
 
+LONG = {"type": TYPE_MESSAGE, "role": "user", "content": "x" * 400}
+WIDE = {"type": TYPE_MESSAGE, "role": "user", "content": "中" * 150}  # 450 bytes of UTF-8, 150 characters
+
+
+@pytest.mark.parametrize("decoder", AVAILABLE)
+@pytest.mark.parametrize("batch", [
+    [LONG], [EDGES["plain message"], LONG], [LONG, EDGES["plain message"]], [WIDE, EDGES["plain message"]],
+    [LONG, EDGES["a lone surrogate"]], [EDGES["a lone surrogate"], LONG], [EDGES["a big integer"], LONG],
+    [EDGES["nested call"], EDGES["a big integer"], EDGES["a lone surrogate"]],
+], ids=["long", "plain-long", "long-plain", "wide-plain", "long-surrogate", "surrogate-long", "bigint-long",
+        "call-bigint-surrogate"])
+def test_a_batch_refuses_what_the_careful_path_refuses_first(decoder, batch):
+    """append_batch encodes a plain batch in one pass (fast.encode_lines); the first record the careful
+    path refuses (too long, a lone surrogate) is still the one named, and a big integer msgspec
+    cannot write is still written by the standard library."""
+    calls = [batch, batch[:1], [EDGES["plain message"]]]
+    assert disagreements(calls, decoder, max_record_bytes=420) == []
+    assert disagreements(calls, decoder) == []
+
+
 def test_the_common_events_take_the_fast_path_and_the_rest_do_not():
     taken = {name for name, event in EDGES.items() if fast.plain_payload(event) is not None}
     assert taken == {"plain message", "nested call", "a big integer", "a lone surrogate",
@@ -266,3 +290,47 @@ def test_a_fast_path_that_lets_floats_skip_the_float_check_is_caught():
     assert disagreements([[event]], "msgspec") == []
     with broken("_plain_container", floats_as_plain):
         assert disagreements([[event]], "msgspec")
+
+
+# --------------------------------------------------------------------------- the writer check skipped
+
+
+class FailsOnce(OsFileIO):
+    """The lesson's I/O calls, whose first write after arm() fails as a full disk would."""
+
+    armed = False
+
+    def write(self, fd, data):
+        if self.armed:
+            self.armed = False
+            raise OSError(errno.ENOSPC, "no space left on device")
+        return super().write(fd, data)
+
+
+def test_the_appends_ask_the_lessons_writer_check_only_when_the_writer_may_be_closed(tmp_path, monkeypatch):
+    """The lab skips the lesson's open_writer (and its os.getpid()) while it holds the writer; it still
+    asks after close(), after a failed write (the lesson dropped the writer) and after a fork
+    (tests/test_lesson_and_lab_promises.py forks)."""
+    asked = []
+    real = JSONLTranscript.open_writer
+    monkeypatch.setattr(JSONLTranscript, "open_writer", lambda self: asked.append(1) or real(self))
+    file_io = FailsOnce()
+    transcript = DurableTranscript(tmp_path / "s.jsonl", file_io=file_io)
+    for _ in range(3):
+        transcript.append(EDGES["plain message"])
+    transcript.append_batch([EDGES["plain message"]] * 2)
+    assert len(asked) == 1
+    transcript.close()
+    transcript.append(EDGES["plain message"])
+    assert len(asked) == 2
+    for act in (lambda: transcript.append(EDGES["plain message"]),
+                lambda: transcript.append_batch([EDGES["plain message"]] * 2)):
+        file_io.armed = True
+        with pytest.raises(OSError, match="no space"):
+            act()
+        before = len(asked)
+        act()  # reopens: the lesson re-reads the tail
+        assert len(asked) == before + 1
+    transcript.close()
+    sequences = [record["sequence"] for record in DurableTranscript(tmp_path / "s.jsonl").read_events()]
+    assert sequences == list(range(1, 10))
