@@ -26,8 +26,9 @@ def run_with_route(path: Path, steps, language: str = "en") -> list[list[dict]]:
     notebook = nbformat.read(path, as_version=4)
     first_step = len(notebook.cells)
     notebook.cells += [new_code_cell(step_cell(step, language)) for _ in range(ROUNDS) for step in steps]
+    # coalesce_streams: on a busy machine a kernel may send one print's "ok" and its newline apart
     client = NotebookClient(notebook, timeout=300, kernel_name="python3", record_timing=False,
-                            resources={"metadata": {"path": str(path.parent)}})
+                            coalesce_streams=True, resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError on the first cell that fails
     for number, cell in enumerate(notebook.cells[:first_step], start=1):
         for output in cell.get("outputs", []):
