@@ -460,6 +460,7 @@ def test_cells_run_again_after_run_all_and_the_folder_goes_when_the_kernel_stops
     # a killed kernel runs no atexit, so a short one would leave the folder this test says goes.
     kernel = KernelManager(kernel_name="this-environment", kernel_spec_manager=ThisEnvironment(),
                            shutdown_wait_time=120)
+    # coalesce_streams: a busy kernel may send one print in pieces; the rerun is compared as a reader sees it
     client = NotebookClient(notebook, km=kernel, timeout=600, startup_timeout=300, coalesce_streams=True,
                             resources={"metadata": {"path": str(path.parent)}})
     with client.setup_kernel():
