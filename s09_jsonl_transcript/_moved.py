@@ -1,0 +1,20 @@
+"""Old import paths of modules that moved into subpackages in 0.2 (see CHANGELOG.md).
+
+Each old module is a two-line file that calls `forward`: importing it warns once and hands back
+the module at its new path, so old code keeps working until version 0.3 removes the old names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+
+REMOVED_IN = "0.3"
+
+
+def forward(old: str, new: str) -> None:
+    """Make the module named `old` stand for the module named `new`, with a DeprecationWarning."""
+    warnings.warn(f"{old} moved to {new}; the old name is removed in version {REMOVED_IN}",
+                  DeprecationWarning, stacklevel=3)
+    sys.modules[old] = importlib.import_module(new)
