@@ -1,6 +1,6 @@
 """s09 JSONL transcript teaching kit.
 
-The lesson lives in `code.py` (read it top to bottom); the lab, `lab.py`, extends it with
+The lesson lives in `code.py` (read it top to bottom); the lab, `lab/`, extends it with
 what production and the crash lab add (`DurableTranscript`). Both are importable from here.
 """
 

@@ -7,6 +7,7 @@ the module at its new path, so old code keeps working until version 0.3 removes 
 from __future__ import annotations
 
 import importlib
+import runpy
 import sys
 import warnings
 
@@ -14,7 +15,14 @@ REMOVED_IN = "0.3"
 
 
 def forward(old: str, new: str) -> None:
-    """Make the module named `old` stand for the module named `new`, with a DeprecationWarning."""
+    """Make the module named `old` stand for the module named `new`, with a DeprecationWarning;
+    run as a program (`python -m old`), run `new` as the program instead."""
+    as_program = old == "__main__"
+    if as_program:
+        old = sys.modules["__main__"].__spec__.name
     warnings.warn(f"{old} moved to {new}; the old name is removed in version {REMOVED_IN}",
                   DeprecationWarning, stacklevel=3)
-    sys.modules[old] = importlib.import_module(new)
+    if as_program:
+        runpy.run_module(new, run_name="__main__", alter_sys=True)
+    else:
+        sys.modules[old] = importlib.import_module(new)

@@ -22,7 +22,6 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from . import i18n
 from .code import (
     SESSION_MAX_ITEMS,
     TYPE_AI_TITLE,
@@ -46,6 +45,7 @@ from .importers import (
     inspect_raw,
 )
 from .lab import DurableTranscript
+from .text import i18n
 
 tr = i18n.translator("cli")
 

@@ -31,9 +31,9 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import i18n
 from .code import TYPE_AI_TITLE, TYPE_MESSAGE, TranscriptCorruptionError
 from .lab import DurableTranscript
+from .text import i18n
 from .turns import SessionStatus, materialize, session_status
 
 INDEX_SCHEMA_VERSION = 2  # 2: renamed titles moved out of the index into the user's own database

@@ -2,7 +2,7 @@
 
 from contextlib import contextmanager
 
-from s09_jsonl_transcript import fast
+from s09_jsonl_transcript.lab import fast
 
 
 @contextmanager

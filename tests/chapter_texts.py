@@ -11,7 +11,7 @@ import ast
 import json
 from pathlib import Path
 
-from s09_jsonl_transcript import i18n
+from s09_jsonl_transcript.text import i18n
 
 
 def python_of(source: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import matplotlib
 
-from s09_jsonl_transcript import i18n
+from s09_jsonl_transcript.text import i18n
 
 
 def has_chinese(text: str) -> bool:

@@ -1,7 +1,7 @@
 """Counting what a module's readers read, in a way that cannot count nothing by mistake (issue #26 section 5).
 
 The lab's readers open the transcript with the builtin `open`, so a test shadows `open` in the module
-that reads (s09_jsonl_transcript.lab) and counts the bytes each read returns. Shadowing a name in the
+that reads (s09_jsonl_transcript.lab.transcript) and counts the bytes each read returns. Shadowing a name in the
 wrong module counts nothing and every budget holds: `counted_reads` therefore fails when no file was
 opened through it while it was in place. `ReadsEverything` is the reader each read-cost test must catch:
 it answers every tail read by reading the whole file.

@@ -3,8 +3,10 @@
 import json
 import math
 import os
+import platform
 import sqlite3
 import statistics
+import time
 import types
 from collections import Counter
 from datetime import datetime, timezone
@@ -14,7 +16,7 @@ import pytest
 
 from s09_jsonl_transcript import bench
 from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, TYPE_REASONING
-from s09_jsonl_transcript.lab import RESERVED_FIELDS, DurableTranscript
+from s09_jsonl_transcript.lab import RESERVED_FIELDS, DurableTranscript, fast
 
 
 def payload(record):
@@ -157,7 +159,7 @@ def test_figure_one_runs_one_balanced_order_per_event_each_lab_side_with_its_dec
     real_orders, real_append, real_peer = bench.balanced_orders, DurableTranscript.append, bench.SameBytesPeer.append
 
     def lab_append(self, event):  # the room's name is the decoder its side uses
-        assert bench.fast.ACTIVE == self.path.parent.name
+        assert fast.ACTIVE == self.path.parent.name
         calls.append(f"{self.path.stem.removeprefix('single-')}[{self.path.parent.name}]")
         return real_append(self, event)
 
@@ -175,7 +177,7 @@ def test_figure_one_runs_one_balanced_order_per_event_each_lab_side_with_its_dec
         self.room = Path(path).parent.name
         real_init(self, path, *args, **options)
 
-    monkeypatch.setattr(bench, "balanced_orders", spy_orders)
+    monkeypatch.setattr(bench.costs, "balanced_orders", spy_orders)  # where single_write_costs looks it up
     monkeypatch.setattr(DurableTranscript, "append", lab_append)
     monkeypatch.setattr(bench.SameBytesPeer, "append", peer_append)
     monkeypatch.setattr(bench.SameBytesPeer, "__init__", peer_init)
@@ -190,7 +192,7 @@ def test_figure_one_runs_one_balanced_order_per_event_each_lab_side_with_its_dec
 
 def kit_code_reached(roots) -> set[str]:
     """The kit's modules, functions and classes (the bench's own aside) that the code of roots names,
-    followed through the bench's own functions and classes."""
+    followed through the bench's own functions and classes (each read in its own module's names)."""
     found, seen = set(), set()
 
     def visit(code):
@@ -201,9 +203,9 @@ def kit_code_reached(roots) -> set[str]:
             if isinstance(constant, types.CodeType):
                 visit(constant)
         for name in code.co_names:
-            value = vars(bench).get(name)
+            value = namespaces[code].get(name)
             module = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", "")
-            if module == bench.__name__:
+            if (module or "").startswith(bench.__name__ + "."):
                 visit_object(value)
             elif (module or "").startswith("s09_jsonl_transcript"):
                 found.add(f"{module}.{name}")
@@ -213,7 +215,17 @@ def kit_code_reached(roots) -> set[str]:
             for member in vars(value).values():
                 visit_object(member)
         elif callable(value) and hasattr(value, "__code__"):
+            for code in all_code(value.__code__):
+                namespaces[code] = value.__globals__  # the names its module defines
             visit(value.__code__)
+
+    def all_code(code):
+        yield code
+        for constant in code.co_consts:
+            if isinstance(constant, types.CodeType):
+                yield from all_code(constant)
+
+    namespaces = {}
 
     for root in roots:
         visit_object(root)
@@ -222,7 +234,7 @@ def kit_code_reached(roots) -> set[str]:
 
 def test_the_floor_is_frozen_it_calls_no_code_of_the_kits():
     assert kit_code_reached([bench.SameBytesPeer, *bench.PEER_ENCODERS.values()]) == set()
-    assert kit_code_reached([bench.single_write_costs]) >= {"s09_jsonl_transcript.fast.fast"}  # the walk finds some
+    assert kit_code_reached([bench.single_write_costs]) >= {"s09_jsonl_transcript.lab.fast.fast"}  # the walk finds some
 
 
 NASTY = {"type": TYPE_MESSAGE, "role": "user", "content": "é 中文 \u2028 \x00\x1f \\ \" \n \t 🙂",
@@ -253,7 +265,7 @@ def test_the_peer_writes_the_labs_bytes_with_each_encoder(tmp_path, encoder):
 def test_the_peers_own_stamp_is_what_isoformat_writes(time_ns, monkeypatch, tmp_path):
     peer = bench.SameBytesPeer(tmp_path / "s.jsonl", "s")
     for moment in (time_ns, time_ns + 10**9, time_ns):  # a new second makes the date again
-        monkeypatch.setattr(bench.time, "time_ns", lambda moment=moment: moment)
+        monkeypatch.setattr(time, "time_ns", lambda moment=moment: moment)
         expected = datetime.fromtimestamp(moment // 1000 / 10**6, timezone.utc)
         assert peer.stamp() == expected.replace(microsecond=moment // 1000 % 10**6).isoformat()
     peer.close()
@@ -351,10 +363,10 @@ def test_the_cpu_model_is_read_from_cpuinfo_else_platform(monkeypatch, tmp_path)
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nmodel name\t: Example CPU 9000\n")
     assert bench.cpu_model(cpuinfo) == "Example CPU 9000"
-    monkeypatch.setattr(bench.platform, "processor", lambda: "")
+    monkeypatch.setattr(platform, "processor", lambda: "")
     cpuinfo.write_text("processor\t: 0\n")
     assert bench.cpu_model(cpuinfo) == "unknown"
-    monkeypatch.setattr(bench.platform, "processor", lambda: "x86_64")
+    monkeypatch.setattr(platform, "processor", lambda: "x86_64")
     assert bench.cpu_model(tmp_path / "missing") == "x86_64"
 
 
@@ -514,7 +526,7 @@ def test_the_report_counts_targets_met_missed_and_undecided():
 
 
 def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(bench, "disk_needed", lambda sizes: 10**18)
+    monkeypatch.setattr(bench.run, "disk_needed", lambda sizes: 10**18)
     assert bench.main(["--quick", "--dir", str(tmp_path), "--json", str(tmp_path / "b.json")]) == 2
     assert "needs about" in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()

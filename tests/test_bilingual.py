@@ -3,7 +3,7 @@
 import nbformat
 import pytest
 
-from s09_jsonl_transcript.bilingual import (
+from s09_jsonl_transcript.text.bilingual import (
     Pair,
     Section,
     accept,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from s09_jsonl_transcript import bilingual
+from s09_jsonl_transcript.text import bilingual
 
 TRANSLATED = [pair for pair in bilingual.pairs() if pair.text.exists()]
 

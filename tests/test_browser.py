@@ -42,7 +42,7 @@ from browser_support import (
     tree_snapshot,
 )
 
-from s09_jsonl_transcript.bilingual import notebook_files
+from s09_jsonl_transcript.text.bilingual import notebook_files
 
 REPO = Path(__file__).resolve().parent.parent
 # every notebook in both languages, the chapters first, then the notebooks beyond s09

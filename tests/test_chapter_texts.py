@@ -9,7 +9,7 @@ import re
 import pytest
 from chapter_texts import catalog_of, notebook_translator, translated_texts
 
-from s09_jsonl_transcript.bilingual import notebook_files
+from s09_jsonl_transcript.text.bilingual import notebook_files
 
 WITH_TRANSLATOR = [path for path in notebook_files("en") if notebook_translator(path)[0]]
 FIELD = re.compile(r"{(\w*)[^}]*}")

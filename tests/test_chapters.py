@@ -72,7 +72,8 @@ def chapter_id(path: Path) -> str:
 @pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
 def test_a_chapter_imports_only_the_lesson_and_lessons(path):
     for module in kit_imports(path):
-        allowed = module in ("s09_jsonl_transcript", "s09_jsonl_transcript.code", "s09_jsonl_transcript.i18n")
+        allowed = module in ("s09_jsonl_transcript", "s09_jsonl_transcript.code", "s09_jsonl_transcript.text",
+                             "s09_jsonl_transcript.text.i18n")
         assert allowed or module.startswith("s09_jsonl_transcript.lessons"), f"{path.name} imports {module}"
 
 

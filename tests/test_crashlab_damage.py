@@ -8,6 +8,7 @@ import pytest
 from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab import cli
 from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
+from s09_jsonl_transcript.crashlab.damage import CLEAN, CORRUPT, PARTIAL_TAIL, SILENT, rewrite_line, swap_lines, verdict
 from s09_jsonl_transcript.crashlab.damage_maps import (
     LINE_EDITS,
     SHORTER,
@@ -18,7 +19,6 @@ from s09_jsonl_transcript.crashlab.damage_maps import (
     verdict_mismatches,
     write_sample,
 )
-from s09_jsonl_transcript.damage import CLEAN, CORRUPT, PARTIAL_TAIL, SILENT, rewrite_line, swap_lines, verdict
 from s09_jsonl_transcript.lab import DurableTranscript
 
 

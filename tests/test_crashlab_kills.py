@@ -9,6 +9,7 @@ import pytest
 from s09_jsonl_transcript.code import JSONLTranscript
 from s09_jsonl_transcript.crashlab import KillTrial, kill_campaign, kill_summary, tally, workload_event
 from s09_jsonl_transcript.crashlab.cli import main as crashlab_main
+from s09_jsonl_transcript.crashlab.damage import CLEAN, PARTIAL_TAIL
 from s09_jsonl_transcript.crashlab.kills import HELD_CALLS, _Plan, class_summary, run_kill_trial
 from s09_jsonl_transcript.crashlab.victim import WRITER_MODES, TearingFileIO
 from s09_jsonl_transcript.crashlab.workload import (
@@ -20,7 +21,6 @@ from s09_jsonl_transcript.crashlab.workload import (
     stream_pieces,
     subject_of,
 )
-from s09_jsonl_transcript.damage import CLEAN, PARTIAL_TAIL
 from s09_jsonl_transcript.lab import DurableTranscript
 
 

@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from s09_jsonl_transcript import i18n  # noqa: E402
 from s09_jsonl_transcript.lessons import diagram  # noqa: E402
+from s09_jsonl_transcript.text import i18n  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

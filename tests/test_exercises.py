@@ -15,9 +15,9 @@ import pytest
 import tomllib
 from test_glossary import avoided_words
 
-from s09_jsonl_transcript.bilingual import has_chinese, read_text, same_code
 from s09_jsonl_transcript.grading.source import load_sources, pass_line
 from s09_jsonl_transcript.grading.words import SEPARATOR
+from s09_jsonl_transcript.text.bilingual import has_chinese, read_text, same_code
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"

@@ -22,7 +22,6 @@ from broken_guards import broken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s09_jsonl_transcript import fast
 from s09_jsonl_transcript.code import (
     MAX_NESTING,
     TYPE_FUNCTION_CALL,
@@ -32,7 +31,7 @@ from s09_jsonl_transcript.code import (
     checked_event,
     ticking_clock,
 )
-from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO
+from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO, fast
 
 AVAILABLE = [name for name in fast.DECODERS if name == "stdlib" or fast.msgspec is not None]
 checks = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

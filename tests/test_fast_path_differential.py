@@ -21,7 +21,6 @@ from broken_guards import broken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s09_jsonl_transcript import fast
 from s09_jsonl_transcript.code import (
     ENCODER,
     EVENT_TYPES,
@@ -30,7 +29,7 @@ from s09_jsonl_transcript.code import (
     event_id_for,
     ticking_clock,
 )
-from s09_jsonl_transcript.lab import DurableTranscript
+from s09_jsonl_transcript.lab import DurableTranscript, fast
 
 AVAILABLE = [name for name in fast.DECODERS if name == "stdlib" or fast.msgspec is not None]
 decoders = pytest.mark.parametrize("decoder", [

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript import bilingual
 from s09_jsonl_transcript.lessons.lesson_map import lesson_map
+from s09_jsonl_transcript.text import bilingual
 
 REPO = Path(__file__).resolve().parents[1]
 GLOSSARY = REPO / "notebooks" / "glossary.md"
@@ -85,7 +85,7 @@ def chinese_path(repo: Path = REPO) -> list[Path]:
     """Every file of Chinese text a student or an instructor reads, besides the notebooks built from them."""
     files = [*sorted((repo / "notebooks" / "zh" / "text").glob("*.md")),
              *sorted((repo / "exercises" / "zh" / "text").glob("*.md")),
-             *sorted((repo / "s09_jsonl_transcript" / "locale" / "zh").glob("*.json")),
+             *sorted((repo / "s09_jsonl_transcript" / "text" / "locale" / "zh").glob("*.json")),
              repo / "README.zh-CN.md",
              *sorted((repo / "docs" / "zh").glob("**/*.md"))]
     return [path for path in files if path.exists()]

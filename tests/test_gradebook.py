@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from test_grading_support import ROOT, SOURCES, student_path, write_notebook
 
-from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.grading.assemble import exercise_of
 from s09_jsonl_transcript.grading.cli import main
 from s09_jsonl_transcript.grading.gradebook import (
@@ -27,6 +26,7 @@ from s09_jsonl_transcript.grading.gradebook import (
     untouched,
 )
 from s09_jsonl_transcript.grading.reports import format_class
+from s09_jsonl_transcript.text import i18n
 
 STEMS = [source.path.stem for source in SOURCES.values()]
 BROKEN = b'{"cells": [ this is not JSON'

@@ -73,5 +73,5 @@ def test_the_sandbox_sees_the_lesson_and_the_checks_but_not_the_lab(tmp_path):
     view = sandbox.write_package_view(tmp_path)
     present = sorted(str(path.relative_to(view)) for path in sorted(tmp_path.rglob("*.py")))
     assert "code.py" in present and "grading/checks.py" in present
-    assert not [name for name in present if name in ("lab.py", "damage.py", "bench.py", "crashlab")]
+    assert not [name for name in present if name in ("lab", "lab.py", "damage.py", "bench", "bench.py", "crashlab")]
     assert "lab" not in (tmp_path / "s09_jsonl_transcript" / "__init__.py").read_text(encoding="utf-8")

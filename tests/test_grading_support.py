@@ -132,7 +132,7 @@ def processes_mentioning(token: str) -> list:
 
 def assert_same_program(english, chinese) -> None:
     """Two built notebooks run the same code: the cells alike but for comments and docstrings (a Chinese stub's)."""
-    from s09_jsonl_transcript.bilingual import same_code
+    from s09_jsonl_transcript.text.bilingual import same_code
 
     assert [(cell.cell_type, cell.metadata) for cell in english.cells] == [
         (cell.cell_type, cell.metadata) for cell in chinese.cells]

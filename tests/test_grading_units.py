@@ -14,7 +14,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from s09_jsonl_transcript.bilingual import has_chinese, same_code
 from s09_jsonl_transcript.grading import assemble, cli, release
 from s09_jsonl_transcript.grading.assemble import (
     SubmissionError,
@@ -36,6 +35,7 @@ from s09_jsonl_transcript.grading.source import (
     pass_line,
 )
 from s09_jsonl_transcript.grading.words import SEPARATOR
+from s09_jsonl_transcript.text.bilingual import has_chinese, same_code
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTRUCTOR = ROOT / "exercises" / "instructor"

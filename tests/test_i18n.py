@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from s09_jsonl_transcript import i18n  # noqa: E402
+from s09_jsonl_transcript.text import i18n  # noqa: E402
 
 PACKAGE = Path(__file__).resolve().parents[1] / "s09_jsonl_transcript"
 FIELD = re.compile(r"{(\w*)[^}]*}")

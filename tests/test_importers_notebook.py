@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.importers import SAMPLES, ImportRefused, import_session
 from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons import your_agents_transcript as your_agent
+from s09_jsonl_transcript.text import i18n
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = "beyond-s09/09_your_agents_transcript.ipynb"

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from s09_jsonl_transcript import damage
 from s09_jsonl_transcript.code import TYPE_AI_TITLE
+from s09_jsonl_transcript.crashlab import damage
 from s09_jsonl_transcript.index import (
     INDEX_SCHEMA_VERSION,
     SOURCE_INDEX,

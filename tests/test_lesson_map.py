@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript import i18n
-from s09_jsonl_transcript.bilingual import numbers_in
 from s09_jsonl_transcript.lessons.lesson_map import (
     Place,
     lesson_map,
@@ -22,6 +20,8 @@ from s09_jsonl_transcript.lessons.lesson_map import (
     notebook_headings,
     translated_heading,
 )
+from s09_jsonl_transcript.text import i18n
+from s09_jsonl_transcript.text.bilingual import numbers_in
 
 REPO = Path(__file__).resolve().parent.parent
 TEACHING = REPO / "docs" / "teaching.md"

@@ -8,8 +8,8 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
 from s09_jsonl_transcript.crashlab import damage_campaign, kill_campaign  # noqa: E402
+from s09_jsonl_transcript.crashlab.damage import CLEAN, PARTIAL_TAIL  # noqa: E402
 from s09_jsonl_transcript.crashlab.powerloss import one_append_states  # noqa: E402
-from s09_jsonl_transcript.damage import CLEAN, PARTIAL_TAIL  # noqa: E402
 from s09_jsonl_transcript.lessons.crash_lab import (  # noqa: E402
     FlipPanel,
     KillPanel,

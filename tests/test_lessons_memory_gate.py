@@ -7,9 +7,9 @@ import pytest
 from chapter_reference import bug_fix_session, code_py_gate
 from chinese_texts import has_chinese
 
-from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.code import JSONLTranscript, MemorySelectionError, TranscriptCorruptionError, event_id_for
 from s09_jsonl_transcript.lessons.memory_gate import MemoryGateForm, answer_html
+from s09_jsonl_transcript.text import i18n
 
 
 @pytest.fixture

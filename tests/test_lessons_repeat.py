@@ -21,7 +21,6 @@ import ipywidgets as widgets  # noqa: E402
 import pytest  # noqa: E402
 from chapter_code import run_cells  # noqa: E402
 
-from s09_jsonl_transcript import i18n  # noqa: E402
 from s09_jsonl_transcript.code import BUG_FIX_SCRIPT, JSONLTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import crash_injection  # noqa: E402
 from s09_jsonl_transcript.lessons import events_on_disk as growth  # noqa: E402
@@ -29,6 +28,7 @@ from s09_jsonl_transcript.lessons import partial_tail_vs_corruption as corruptio
 from s09_jsonl_transcript.lessons.crash_injection import CampaignPanel, CrashPanel  # noqa: E402
 from s09_jsonl_transcript.lessons.events_on_disk import StepperPanel  # noqa: E402
 from s09_jsonl_transcript.lessons.partial_tail_vs_corruption import DamageLab  # noqa: E402
+from s09_jsonl_transcript.text import i18n  # noqa: E402
 
 SCRIPT_LENGTH = len(BUG_FIX_SCRIPT)
 CJK = re.compile(r"[\u4e00-\u9fff]")

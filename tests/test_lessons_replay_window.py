@@ -5,9 +5,9 @@ import pytest
 from chapter_reference import bug_fix_session, code_py_fates
 from chinese_texts import has_chinese
 
-from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.code import JSONLTranscript, ticking_clock
 from s09_jsonl_transcript.lessons.replay_window import ReplayExplorer, fate_label, fates_table, replay_summary
+from s09_jsonl_transcript.text import i18n
 
 
 @pytest.fixture

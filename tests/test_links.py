@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from s09_jsonl_transcript.bilingual import notebook_files
+from s09_jsonl_transcript.text.bilingual import notebook_files
 
 REPO = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"\]\(([^)\s]+)\)")  # [text](target): Markdown's inline links and images

@@ -6,10 +6,11 @@ import threading
 import pytest
 from read_counting import ReadsEverything, counted_reads
 
-from s09_jsonl_transcript import lab, turns
+from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.code import TranscriptCorruptionError
 from s09_jsonl_transcript.crashlab.victim import TearingFileIO
 from s09_jsonl_transcript.lab import DurableTranscript
+from s09_jsonl_transcript.lab import transcript as lab_transcript  # the module whose readers open files
 from s09_jsonl_transcript.live import (
     CRASH_ERROR,
     CommitRefused,
@@ -179,7 +180,7 @@ def _long_log(path, events: int) -> None:
 def _cursor_read_costs(log: SessionEventLog, events: int) -> list[tuple[int, int]]:
     """(bytes read, budget) for read_after near the end, a page half way back, and a late subscription."""
     costs, half = [], events // 2
-    with counted_reads(lab) as reads:
+    with counted_reads(lab_transcript) as reads:
         reads.clear()
         tail = log.read_after(events - 100)
         assert sequences(tail) == list(range(events - 99, events + 1))

@@ -16,7 +16,8 @@ from s09_jsonl_transcript import (
     turns,
 )
 from s09_jsonl_transcript.code import TranscriptLockedError
-from s09_jsonl_transcript.lab import DurableTranscript, kill_child, start_child
+from s09_jsonl_transcript.crashlab.children import kill_child, start_child
+from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons import live_child
 from s09_jsonl_transcript.live import CommitRefused, SessionEventLog, is_delta
 from s09_jsonl_transcript.timeouts import ManualClock

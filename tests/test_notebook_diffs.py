@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from s09_jsonl_transcript.bilingual import execute, notebook_files, tidy
+from s09_jsonl_transcript.text.bilingual import execute, notebook_files, tidy
 
 ROOT = Path(__file__).resolve().parent.parent
 SAVED = [*notebook_files("en"), *notebook_files("zh")]  # the chapters and the notebooks beyond s09

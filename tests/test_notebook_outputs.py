@@ -19,10 +19,10 @@ matplotlib.use("Agg")  # plain pytest module: the panels rebuilt here draw their
 import pytest  # noqa: E402
 from chapter_code import run_cells  # noqa: E402
 
-from s09_jsonl_transcript import i18n  # noqa: E402
-from s09_jsonl_transcript.bilingual import notebook_files  # noqa: E402
 from s09_jsonl_transcript.lessons import partial_tail_vs_corruption  # noqa: E402
 from s09_jsonl_transcript.lessons.events_on_disk import StepperPanel  # noqa: E402
+from s09_jsonl_transcript.text import i18n  # noqa: E402
+from s09_jsonl_transcript.text.bilingual import notebook_files  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 LANGUAGES = ("en", "zh")

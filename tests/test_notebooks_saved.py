@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript.bilingual import BEYOND, notebook_files
+from s09_jsonl_transcript.text.bilingual import BEYOND, notebook_files
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 LANGUAGES = ("en", "zh")

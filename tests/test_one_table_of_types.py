@@ -13,9 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from s09_jsonl_transcript import fast, turns
+from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.code import EVENT_TYPES
 from s09_jsonl_transcript.importers import workbuddy
+from s09_jsonl_transcript.lab import fast
 from s09_jsonl_transcript.lessons.style import EVENT_COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +44,8 @@ def event_to_message(event):
     return lesson_message(event)
 code.event_to_message = event_to_message
 
-from s09_jsonl_transcript import fast, turns
+from s09_jsonl_transcript import turns
+from s09_jsonl_transcript.lab import fast
 from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, run_agent, ticking_clock
 from s09_jsonl_transcript.importers import workbuddy
 from s09_jsonl_transcript.lab import DurableTranscript

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "s09_jsonl_transcript"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 EXTRAS = PROJECT["optional-dependencies"]
-NOTEBOOK_MODULES = ("lessons", "bilingual.py", "i18n.py")  # i18n: the CJK font of the Chinese plots
+NOTEBOOK_MODULES = ("lessons", "text/bilingual.py", "text/i18n.py")  # i18n: the CJK font of the Chinese plots
 
 
 def requirement_name(requirement: str) -> str:
@@ -51,7 +51,8 @@ def part_of(path: Path) -> str:
     relative = path.relative_to(PACKAGE).parts
     if relative[0] == "grading":
         return "grader"
-    return "notebooks" if relative[0] in NOTEBOOK_MODULES else "core"
+    in_notebooks = relative[0] in NOTEBOOK_MODULES or "/".join(relative[:2]) in NOTEBOOK_MODULES
+    return "notebooks" if in_notebooks else "core"
 
 
 def distributions(module: str) -> set:
@@ -62,7 +63,7 @@ def test_the_lesson_and_the_command_line_need_nothing_but_the_standard_library()
     assert PROJECT["dependencies"] == []
     core = {path.relative_to(PACKAGE).as_posix(): third_party_imports(path)
             for path in PACKAGE.rglob("*.py") if part_of(path) == "core"}
-    assert "code.py" in core and "cli.py" in core and "lab.py" in core
+    assert "code.py" in core and "cli.py" in core and "lab/transcript.py" in core
     undeclared = {name: sorted(imports) for name, imports in core.items()
                   if any(not distributions(module) & declared("fast") for module in imports)}
     assert not undeclared, f"the stdlib-only part imports (only the optional `fast` extra may be): {undeclared}"
@@ -120,7 +121,7 @@ def test_a_plain_install_runs_the_command_line_and_all_runs_the_grader_and_the_n
 
     shell(f"venv/bin/pip install -q '{ROOT}[all]'", tmp_path)
     assert "grade" in shell(f"{python} -m s09_jsonl_transcript.grading --help", tmp_path).stdout
-    assert "usage" in shell(f"{python} -m s09_jsonl_transcript.bilingual --help", tmp_path).stdout
+    assert "usage" in shell(f"{python} -m s09_jsonl_transcript.text.bilingual --help", tmp_path).stdout
     graded = shell(f"{python} -m s09_jsonl_transcript.grading grade '{SOURCES['ex01'].path}' --source '{INSTRUCTOR}'"
                    " --reports reports --seed 5", tmp_path)
     assert f"total · 总分: {SOURCES['ex01'].max_score}/{SOURCES['ex01'].max_score}" in graded.stdout

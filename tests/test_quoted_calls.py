@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript import bilingual
+from s09_jsonl_transcript.text import bilingual
 
 REPO = Path(__file__).resolve().parents[1]
 ENGLISH = bilingual.notebook_files("en")  # the chapters and the notebooks beyond s09

@@ -16,12 +16,12 @@ import pytest
 from chapter_reference import bug_fix_session, code_py_fates
 from saved_widgets import displayed_widgets, load, one, result_model
 
-from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.code import event_id_for
 from s09_jsonl_transcript.crashlab.damage_maps import flipped_example
 from s09_jsonl_transcript.lessons.crash_lab import flip_text
 from s09_jsonl_transcript.lessons.memory_gate import answer_html
 from s09_jsonl_transcript.lessons.replay_window import fates_table, replay_summary
+from s09_jsonl_transcript.text import i18n
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 LANGUAGES = ("en", "zh")

@@ -16,7 +16,7 @@ from s09_jsonl_transcript import code
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = sorted({*ROOT.glob("README*.md"), *ROOT.glob("docs/**/*.md"), *ROOT.glob("exercises/**/*.md"),
                 *ROOT.glob("notebooks/**/*.md"), *ROOT.glob("notebooks/**/*.ipynb"), *ROOT.glob("exercises/**/*.ipynb"),
-                *ROOT.glob("s09_jsonl_transcript/**/*.py"), *ROOT.glob("s09_jsonl_transcript/locale/**/*.json")})
+                *ROOT.glob("s09_jsonl_transcript/**/*.py"), *ROOT.glob("s09_jsonl_transcript/text/locale/**/*.json")})
 ENGLISH = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
            "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
 CHINESE = "零一二三四五六七八九十"

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from read_counting import ReadsEverything, counted_reads
 
-from s09_jsonl_transcript import lab
 from s09_jsonl_transcript.code import SCHEMA_VERSION, TranscriptValidationError, ticking_clock
 from s09_jsonl_transcript.lab import RESERVED_FIELDS, DurableTranscript, OsFileIO
+from s09_jsonl_transcript.lab import transcript as lab_transcript  # the module whose readers open files
 
 USER = {"type": "message", "role": "user", "content": "hello"}
 
@@ -218,7 +218,7 @@ def test_a_short_write_says_the_disk_is_full_and_leaves_nothing_behind(tmp_path)
 
 def test_appends_after_the_first_never_read_the_file(transcript):
     transcript.append(USER)
-    with counted_reads(lab) as reads:
+    with counted_reads(lab_transcript) as reads:
         for _ in range(5):
             transcript.append(USER)
         assert reads.opened == 0
@@ -239,7 +239,7 @@ def _bulk_transcript(path, count):
 def _tail_read_costs(path, cls) -> tuple[int, int]:
     """Bytes read by the first append to path, and then by replay(10), by a transcript of class cls."""
     events = path.read_bytes().count(b"\n")
-    with counted_reads(lab) as reads:
+    with counted_reads(lab_transcript) as reads:
         transcript = cls(path)
         assert transcript.append(USER)["sequence"] == events + 1
         first_append = reads.total
@@ -277,4 +277,4 @@ def test_a_read_count_in_the_wrong_module_fails_instead_of_counting_nothing(tran
     with pytest.raises(AssertionError, match="measured nothing"):
         with counted_reads(code):
             assert len(transcript.replay(10)) == 1
-    assert "open" not in vars(code) and "open" not in vars(lab)  # both modules are left as they were
+    assert "open" not in vars(code) and "open" not in vars(lab_transcript)  # both modules are left as they were

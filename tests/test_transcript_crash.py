@@ -9,13 +9,8 @@ from collections import Counter
 import pytest
 
 from s09_jsonl_transcript.code import TranscriptLockedError
-from s09_jsonl_transcript.lab import (
-    DurableTranscript,
-    crash_agent_in_child,
-    kill_child,
-    simulate_agent_crash,
-    start_child,
-)
+from s09_jsonl_transcript.crashlab.children import crash_agent_in_child, kill_child, simulate_agent_crash, start_child
+from s09_jsonl_transcript.lab import DurableTranscript
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
 

@@ -6,9 +6,9 @@ import threading
 import pytest
 from read_counting import ReadsEverything, counted_reads
 
-from s09_jsonl_transcript import lab
 from s09_jsonl_transcript.code import TranscriptCorruptionError, TranscriptLockedError, ticking_clock
 from s09_jsonl_transcript.lab import DurableTranscript
+from s09_jsonl_transcript.lab import transcript as lab_transcript  # the module whose readers open files
 
 
 def message(n):
@@ -103,7 +103,7 @@ def _deep_page_cost(tmp_path, events: int, cls) -> tuple[int, int]:
         for first in range(0, events, 1000):
             transcript.append_batch({"type": "reasoning", "content": f"n{n}"} for n in range(first, first + 1000))
     middle = DurableTranscript(path).read_recent(events // 2).offsets[0]  # a cursor half way back
-    with counted_reads(lab) as reads:
+    with counted_reads(lab_transcript) as reads:
         page = cls(path).read_recent(100, before=middle)
     assert [e["sequence"] for e in page.events] == list(range(events // 2 - 99, events // 2 + 1))
     return reads.total, sum(len(json.dumps(e)) for e in page.events)

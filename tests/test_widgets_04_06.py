@@ -16,7 +16,6 @@ import random
 import pytest
 from chapter_reference import code_py_fates, code_py_gate
 
-from s09_jsonl_transcript import i18n
 from s09_jsonl_transcript.code import (
     JSONLTranscript,
     MemorySelectionError,
@@ -30,6 +29,7 @@ from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.crash_lab import FlipPanel, KillPanel, flip_text, kill_verdict
 from s09_jsonl_transcript.lessons.memory_gate import MemoryGateForm, answer_html
 from s09_jsonl_transcript.lessons.replay_window import ReplayExplorer, fates_table
+from s09_jsonl_transcript.text import i18n
 
 LANGUAGES = ("en", "zh")
 # How each result starts, in each language

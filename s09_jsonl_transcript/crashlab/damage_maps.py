@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..code import MockLLM, run_agent, ticking_clock
-from ..damage import (
+from ..lab import DurableTranscript
+from .damage import (
     CLEAN,
     CORRUPT,
     SILENT,
@@ -36,7 +37,6 @@ from ..damage import (
     truncation_map,
     verdict,
 )
-from ..lab import DurableTranscript
 from .subjects import LAB, LESSON, checked_subject, open_transcript, read_back
 
 SHORTER = "shorter prefix (looks like an append that never happened)"

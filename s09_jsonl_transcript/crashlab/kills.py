@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..code import TranscriptCorruptionError
-from ..damage import CLEAN, PARTIAL_TAIL
-from ..lab import DurableTranscript, kill_child, start_child
+from ..lab import DurableTranscript
 from ..live import SessionEventLog
 from ..turns import TYPE_FORKED, materialize
+from .children import kill_child, start_child
+from .damage import CLEAN, PARTIAL_TAIL
 from .subjects import CLASS_NAMES, SUBJECTS, open_transcript, read_back
 from .victim import FORK_EVERY, WRITER_MODES, fork_name
 from .workload import (

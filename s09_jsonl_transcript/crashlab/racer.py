@@ -68,7 +68,7 @@ def handover(path: str, racer: int, events: int, integrity: bool, subject: str =
 
 
 def main(path: str, racer: str, events: str, integrity: str, mode: str, subject: str = LAB) -> None:
-    """Entry point of the child process (lab.start_child passes its arguments as strings)."""
+    """Entry point of the child process (crashlab.children.start_child passes its arguments as strings)."""
     _say("ready")
     sys.stdin.readline()  # "go"
     run = {"hold": hold, "handover": handover}[mode]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..code import TranscriptCorruptionError
-from ..lab import kill_child, start_child
+from .children import kill_child, start_child
 from .racer import racer_event
 from .subjects import LAB, checked_subject, read_back
 

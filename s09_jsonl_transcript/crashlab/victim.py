@@ -1,7 +1,7 @@
 """The child process the kill campaign shoots: it appends workload events until it is killed.
 
     python -m s09_jsonl_transcript.crashlab.victim FILE MODE SEED INTEGRITY [HOLD]
-    (the kill campaign starts it with lab.start_child)
+    (the kill campaign starts it with crashlab.children.start_child)
 
 It prints "ready" once it is about to append, then the number n of every event whose
 append has returned, one per line, flushed at once: the parent counts only what it
@@ -274,7 +274,7 @@ def _leave_a_torn_record(path: str, n: int, now, rng: random.Random) -> int:
 
 
 def main(path: str, mode: str, seed: str, integrity: str, hold: str = "0") -> None:
-    """Entry point of the child process (lab.start_child passes its arguments as strings)."""
+    """Entry point of the child process (crashlab.children.start_child passes its arguments as strings)."""
     run(path, mode, int(seed), integrity == "1", int(hold))
 
 

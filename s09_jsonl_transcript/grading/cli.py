@@ -24,8 +24,8 @@ import json
 import sys
 from pathlib import Path
 
-from .. import i18n
 from ..cli import HelpFormatter, language_of
+from ..text import i18n
 from . import sandbox
 from .benchmark import run_benchmark
 from .gradebook import describe_submission, read_roster

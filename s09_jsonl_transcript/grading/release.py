@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from .. import bilingual
+from ..text import bilingual
 from .source import (
     ANSWER,
     BEGIN_SOLUTION,

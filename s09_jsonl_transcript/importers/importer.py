@@ -19,9 +19,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .. import i18n
 from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TranscriptValidationError
 from ..lab import DurableTranscript
+from ..text import i18n
 from . import claude_code
 from .common import (
     BLANK,

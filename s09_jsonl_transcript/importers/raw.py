@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .. import i18n
+from ..text import i18n
 from .common import parse_line, source_lines
 from .detect import CODEX_HISTORY, DAMAGED, EMPTY, ENVELOPE, JSON_DOCUMENT, LESSON, UNKNOWN, detect_format
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
-from .. import i18n
 from ..code import BUG_FIX_SCRIPT
+from ..text import i18n
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png
 
 tr = i18n.translator("crash_injection")

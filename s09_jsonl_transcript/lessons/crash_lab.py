@@ -24,14 +24,14 @@ from IPython.display import HTML
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
-from .. import i18n
+from ..crashlab.damage import CORRUPT, VERDICT_KINDS, Verdict, flip_byte, verdict
 from ..crashlab.damage_maps import DamageReport, damage_rows, write_sample
 from ..crashlab.kills import KillTrial, kill_campaign, kill_summary
 from ..crashlab.powerloss import ABSENT, FAILS_CLOSED, FILLS, PREFIX_CLEAN, PREFIX_TORN, PowerLossReport
 from ..crashlab.races import RaceResult
 from ..crashlab.workload import MODES
-from ..damage import CORRUPT, VERDICT_KINDS, Verdict, flip_byte, verdict
 from ..lab import DurableTranscript
+from ..text import i18n
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import OKABE_ITO, VERDICT_COLORS, verdict_label
 

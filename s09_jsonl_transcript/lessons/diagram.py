@@ -15,7 +15,7 @@ from pathlib import Path
 
 import matplotlib
 
-from .. import i18n
+from ..text import i18n
 from .style import OKABE_ITO
 
 tr = i18n.translator("diagram")

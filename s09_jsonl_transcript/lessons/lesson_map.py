@@ -25,8 +25,8 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import i18n
-from ..bilingual import BEYOND
+from ..text import i18n
+from ..text.bilingual import BEYOND
 
 NOTEBOOKS = "notebooks/en"
 REPO = Path(__file__).resolve().parents[2]  # the repository the package lives in: notebooks/, images/
@@ -224,7 +224,7 @@ def lesson_map(language: str | None = None) -> tuple:
          tr("WorkBuddy comparison: when JSONL is written (every event, at once)"),
          (_nb(NB1, GROWTH), _nb(NB7, "Group commit: one fsync for many events"))),
         ("代码 walkthrough", tr("code walkthrough"),
-         (Place("s09_jsonl_transcript/code.py"), Place("s09_jsonl_transcript/lab.py"))),
+         (Place("s09_jsonl_transcript/code.py"), Place("s09_jsonl_transcript/lab/transcript.py"))),
         ("运行（观察重点）", tr("run it (what to watch)"), (_nb(NB1, ACT_0),)),
         ("练习 1. 截断回放", tr("exercise 1: replay only the last turn"),
          (Place("exercises/ex01_last_turn_replay.ipynb"),

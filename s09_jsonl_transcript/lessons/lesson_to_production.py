@@ -26,11 +26,13 @@ from pathlib import Path
 import ipywidgets as widgets
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .. import bench, i18n
+from .. import bench
 from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, MockLLM, run_agent, ticking_clock
+from ..crashlab.children import kill_child, start_child
 from ..index import unfinished_sessions
-from ..lab import DurableTranscript, kill_child, start_child
+from ..lab import DurableTranscript
 from ..live import SessionEventLog
+from ..text import i18n
 from ..turns import (
     DEPARTURES,
     NO_TURN_MARKERS,

@@ -2,7 +2,7 @@
 reconnects, validated appends, timeouts, and the session state machine drawn.
 
 Everything here calls live.py (SessionEventLog), timeouts.py and turns.py; the crash runs a real
-child process started with lab.start_child and killed with lab.kill_child.
+child process started with crashlab.children.start_child and killed with crashlab.children.kill_child.
 
 Every sentence a student reads (printed, in a widget, in a plot) comes from here, in the language
 chosen in the notebook's first cell (locale/zh/live_session.json holds the Chinese). What the
@@ -26,9 +26,11 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
-from .. import i18n, turns
-from ..lab import DurableTranscript, kill_child, start_child
+from .. import turns
+from ..crashlab.children import kill_child, start_child
+from ..lab import DurableTranscript
 from ..live import CommitRefused, SessionEventLog, is_delta
+from ..text import i18n
 from ..timeouts import ManualClock
 from ..turns import (
     ERROR,

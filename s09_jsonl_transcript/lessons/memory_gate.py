@@ -12,8 +12,8 @@ import html
 
 import ipywidgets as widgets
 
-from .. import i18n
 from ..code import MemorySelectionError, TranscriptCorruptionError
+from ..text import i18n
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import OKABE_ITO
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
-from .. import i18n
+from ..text import i18n
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS
 
 tr = i18n.translator("partial_tail_vs_corruption")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
-from .. import i18n
 from ..code import JSONLTranscript
+from ..text import i18n
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 
 tr = i18n.translator("replay_window")

@@ -1,7 +1,7 @@
 """One colour-blind-safe palette (Okabe and Ito) for every figure in the kit, and the verdicts' names."""
 
-from .. import i18n
 from ..code import EVENT_TYPES
+from ..text import i18n
 
 tr = i18n.translator("style")
 

@@ -17,10 +17,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from .. import i18n
 from ..code import TYPE_AI_TITLE, TYPE_MESSAGE
 from ..importers import ImportRefused, ImportSummary, import_session
 from ..lab import DurableTranscript
+from ..text import i18n
 
 tr = i18n.translator("your_agents_transcript")
 
