@@ -4,6 +4,8 @@ The lesson lives in `code.py` (read it top to bottom); the lab, `lab/`, extends 
 what production and the crash lab add (`DurableTranscript`). Both are importable from here.
 """
 
+__version__ = "0.2.0"  # CHANGELOG.md says what changed
+
 from .code import (
     MEMORY_ELIGIBLE_EVENT_TYPES,
     SCHEMA_VERSION,
@@ -30,6 +32,7 @@ from .code import (
 from .lab import MAX_RECORD_BYTES, DurableTranscript, ScanResult
 
 __all__ = [
+    "__version__",
     "MAX_RECORD_BYTES",
     "MEMORY_ELIGIBLE_EVENT_TYPES",
     "SCHEMA_VERSION",

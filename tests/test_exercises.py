@@ -8,11 +8,11 @@ import ast
 import io
 import re
 import tokenize
+import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
-import tomllib
 from test_glossary import avoided_words
 
 from s09_jsonl_transcript.grading.source import load_sources, pass_line

@@ -12,11 +12,11 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
-import tomllib
 from test_grading_support import INSTRUCTOR, SOURCES, reference_answers, with_answers, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
