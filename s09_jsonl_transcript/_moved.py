@@ -2,11 +2,13 @@
 
 Each old module is a two-line file that calls `forward`: importing it warns once and hands back
 the module at its new path, so old code keeps working until version 0.3 removes the old names.
+Run as a program (`python -m <old path>`), it warns and runs the new module as the program.
 """
 
 from __future__ import annotations
 
 import importlib
+import runpy
 import sys
 import warnings
 
@@ -15,6 +17,12 @@ REMOVED_IN = "0.3"
 
 def forward(old: str, new: str) -> None:
     """Make the module named `old` stand for the module named `new`, with a DeprecationWarning."""
+    if old == "__main__":  # `python -m <old path>`: without this the old command would do nothing
+        old = sys.modules["__main__"].__spec__.name
+        warnings.warn(f"{old} moved to {new}; the old name is removed in version {REMOVED_IN}",
+                      DeprecationWarning, stacklevel=2)
+        runpy.run_module(new, run_name="__main__", alter_sys=True)
+        return
     warnings.warn(f"{old} moved to {new}; the old name is removed in version {REMOVED_IN}",
                   DeprecationWarning, stacklevel=3)
     sys.modules[old] = importlib.import_module(new)

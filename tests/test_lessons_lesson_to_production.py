@@ -25,7 +25,7 @@ from s09_jsonl_transcript import i18n  # noqa: E402
 from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import lesson_to_production as production  # noqa: E402
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
-from s09_jsonl_transcript.turns import (  # noqa: E402
+from s09_jsonl_transcript.production.turns import (  # noqa: E402
     DEPARTURES,
     RERUN,
     RUNNING,

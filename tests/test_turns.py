@@ -3,11 +3,11 @@ the departures table, and an audit that never counts an unreadable token summary
 
 import pytest
 
-from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, MockLLM, run_agent
 from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons import lesson_to_production as production
-from s09_jsonl_transcript.turns import (
+from s09_jsonl_transcript.production import turns
+from s09_jsonl_transcript.production.turns import (
     END_REASONS,
     STATES,
     TRANSITIONS,
@@ -305,7 +305,7 @@ def test_departure_tool_results_keep_output_for_the_model():
 
 
 def test_departure_max_tool_calls_per_turn_notice_is_an_assistant_message():
-    from s09_jsonl_transcript.timeouts import Limits, ManualClock, due_timeouts
+    from s09_jsonl_transcript.production.timeouts import Limits, ManualClock, due_timeouts
 
     clock = ManualClock()
     fold = turns.SessionFold()
@@ -325,6 +325,7 @@ def test_every_departure_row_says_design_kit_and_why_and_the_first_seven_have_th
     for row in turns.DEPARTURES[:7]:
         slug = "test_departure_" + "_".join(row["topic"].replace(",", "").split())
         assert [name for name in tested if name.startswith(slug)], f"no test for the departure {row['topic']!r}"
+
 
 
 # --------------------------------------------------------------------------- crashes

@@ -26,8 +26,8 @@ from typing import Callable
 from ..code import TranscriptCorruptionError
 from ..damage import CLEAN, PARTIAL_TAIL
 from ..lab import DurableTranscript, kill_child, start_child
-from ..live import SessionEventLog
-from ..turns import TYPE_FORKED, materialize
+from ..production.live import SessionEventLog
+from ..production.turns import TYPE_FORKED, materialize
 from .subjects import CLASS_NAMES, SUBJECTS, open_transcript, read_back
 from .victim import FORK_EVERY, WRITER_MODES, fork_name
 from .workload import (

@@ -28,10 +28,10 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import bench, i18n
 from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, MockLLM, run_agent, ticking_clock
-from ..index import unfinished_sessions
 from ..lab import DurableTranscript, kill_child, start_child
-from ..live import SessionEventLog
-from ..turns import (
+from ..production.index import unfinished_sessions
+from ..production.live import SessionEventLog
+from ..production.turns import (
     DEPARTURES,
     NO_TURN_MARKERS,
     RUNNING,
