@@ -17,6 +17,7 @@ Where things live, one idea per module:
     fork_migrate_delete.py  fork, migrate_to and delete_validated: acting on the whole file
     archive.py              archive_expired: moving expired sessions into <project>/archive/
     turns.py                the turn markers and commands, the state machine (SessionFold), the audit
+    departures.py           reads the departures table (design prose) from docs/production.md
     timeouts.py             the design's limits and the events that record them
     index.py                the disposable SQLite read model (python -m s09_jsonl_transcript.production.index)
 

@@ -16,7 +16,8 @@ a crash; session_status does it for a list. Events the table has no row for are 
 anomalies and change nothing. audit adds up tokens and cost and lists which tool was called when.
 A transcript without any turn marker or command is read as the lesson's plain log (idle).
 
-Where the kit departs from the design, DEPARTURES says how and why (the README shows it).
+Where the kit departs from the designs, and why, is design prose: it lives in docs/production.md, and
+DEPARTURES reads that page's table when asked (departures.read_departures).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..code import (
     TYPE_MESSAGE,
 )
 from ..lab import DurableTranscript
+from .departures import read_departures
 
 TYPE_TURN_START = "turn_start"
 TYPE_TURN_END = "turn_end"
@@ -147,168 +149,6 @@ DECISION_AFTER_IDLE = {  # idle: by how the last turn ended
     REASON_USER_INTERRUPT: WAIT_FOR_USER,
     REASON_COMPACTION_TRIGGER: COMPACT_THEN_CONTINUE,
 }
-
-# Where the kit departs from seeds 002 (the session-as-WAL design) and 003 (the production event log),
-# and why. tests/test_seed_rows.py drives every row of both seeds' tables through the kit and matches
-# each row it does not implement as written to a row here; docs/production.md prints the table.
-DEPARTURES = (
-    {"topic": "event names",
-     "design": "user_message, assistant_text, tool_use, tool_result; uuid and timestamp on each",
-     "kit": "the lesson's message (role user or assistant), function_call, function_call_result; "
-            "the envelope's event_id and recorded_at",
-     "why": "the lesson's six event types and envelope stay the format; a user_message is a message with role user"},
-    {"topic": "what starts a run",
-     "design": "idle + user_message -> running",
-     "kit": "the same, and a turn_start does it too; before the first turn marker or command the "
-            "transcript is read as the lesson's plain log (idle)",
-     "why": "the design's own JSONL example writes turn_start before the user message; the lesson's "
-            "transcripts have no markers and must not read as a run that never ended"},
-    {"topic": "user_interrupt, compaction_trigger",
-     "design": "listed as turn_end reasons; the state table has no row for them",
-     "kit": "running -> idle, decisions 'wait for the user' and 'compact, then continue'",
-     "why": "the turn is over and nothing failed; paused is kept for pause_command, as the table says"},
-    {"topic": "a turn that timed out",
-     "design": "state table: running -> expired, terminal; recovery flow: 'continue from the next turn'",
-     "kit": "the state table: expired, and the decision 'start a new session'",
-     "why": "the design says both; the kit follows the table, the stricter one: expired is terminal"},
-    {"topic": "abandon",
-     "design": "after an error, 'offer retry or abandon'; no event for abandon",
-     "kit": "retry_command only; abandoning means starting a new session",
-     "why": "a state the table does not have is not invented here"},
-    {"topic": "tool results",
-     "design": "tool_result {success, output or error}",
-     "kit": "function_call_result keeps output (what the model reads) and adds success and error",
-     "why": "replay sends output to the model; an error must still say something to it"},
-    {"topic": "max_tool_calls_per_turn",
-     "design": "force the turn to complete and send the user a message",
-     "kit": "a timeout event, an assistant message telling the user, turn_end(complete); a further call is refused",
-     "why": "the notice is written by the agent to the user: a message with role user would read as the user speaking"},
-    {"topic": "resume versus re-run",
-     "design": "recovery: no turn_end means the last turn is unfinished: run it again",
-     "kit": "the unfinished turn is resumed after its last event; a pending call that changed the world is repeated "
-            "only under an idempotency key, or the user is asked; an event the kit does not understand is never "
-            "called harmless",
-     "why": "running a turn again repeats its tool calls: a file written or a payment made would happen twice"},
-    {"topic": "immutable",
-     "design": "file permissions + checksum",
-     "kit": "append-only by the API (no call rewrites a line); the file stays writable (mode 0600); the hash "
-            "chain (integrity=True) is optional",
-     "why": "the writer must append to it; the chain detects a changed line, permissions would not stop its owner"},
-    {"topic": "idempotent events",
-     "design": "events are idempotent by uuid; a uuid set deduplicates writes",
-     "kit": "the envelope's event_id (transcript:<session>:<sequence>) names each event; append does not "
-            "deduplicate; importing seed 002's own format deduplicates on uuid (the importers)",
-     "why": "one writer gives every event its sequence: an append is written once or not at all"},
-    {"topic": "JSON Schema",
-     "design": "events defined by a JSON Schema",
-     "kit": "the envelope and the required fields are checked in code: append and the reader refuse what does not fit",
-     "why": "one implementation and its tests are the definition; a schema file would be a second one to keep in step"},
-    {"topic": "session file names",
-     "design": "a UUID assigned at creation is the file name",
-     "kit": "the caller names the session (for_session); creating one refuses a name that exists",
-     "why": "exclusive creation already makes a name unique; tests and notebooks need names that do not change"},
-    {"topic": "flush after each write",
-     "design": "open the file in mode a, flush after each write",
-     "kit": "one os.write of whole records on an O_APPEND descriptor, then fsync, per commit",
-     "why": "flush reaches the operating system, not the disk: only fsync makes a commit survive a power loss"},
-    {"topic": "tool_timeout",
-     "design": "interrupt the tool call, return an error result, go on with the turn",
-     "kit": "the timeout and the error result are recorded and the turn goes on; the tool itself is not stopped",
-     "why": "the kit has no tool runtime to interrupt: it records what the runtime must do"},
-    {"topic": "releasing resources",
-     "design": "session_idle_timeout and session_max_duration release the session's resources",
-     "kit": "the session is recorded as expired; its owner closes the log (the writer, the watchdog) and "
-            "archive_expired moves the file",
-     "why": "the log cannot know which resources its owner holds"},
-    {"topic": "archive",
-     "design": "expired sessions are archived into sessions/",
-     "kit": "archive_expired moves them into <project>/archive/, never rewriting them; a later life of a reused "
-            "session id goes to archive/life-2/, life-3/, ..., never replacing an earlier one",
-     "why": "a folder of its own cannot be mistaken for the live transcripts"},
-    {"topic": "permission checks",
-     "design": "permission check events, a subtype of tool_use",
-     "kit": "a permission_decision event of its own (callId, tool, decision, by, reason); the audit lists them",
-     "why": "a decision is not a call: as a kind of tool_use it would be counted as one"},
-    {"topic": "tiers",
-     "design": "Minimal (a list in memory), Professional (a JSONL file), Enterprise (JSONL + PostgreSQL written "
-               "asynchronously, a consistency job, gzip after 1000 turns)",
-     "kit": "one tier: the JSONL file, fsync per commit, and a SQLite read model rebuilt from it; nothing is "
-            "compressed",
-     "why": "the lesson is the durable file; a read model rebuilt from it cannot disagree with it, and the 64 KiB "
-            "tail read keeps replay's cost flat without compression"},
-    {"topic": "debug replay",
-     "design": "replay a production session in development with the same model version and parameters, compare",
-     "kit": "replay rebuilds the messages; the model is MockLLM's script",
-     "why": "the kit has no model to inject"},
-    {"topic": "migration transport",
-     "design": "the JSONL travels to harness B over shared storage or the network",
-     "kit": "migrate_to copies it within the file system, created exclusively and whole",
-     "why": "one machine: a network adds nothing the lesson teaches"},
-    {"topic": "no Bus in one process",
-     "design": "committed events and deltas also go to a process-wide Bus for the other surfaces",
-     "kit": "no Bus: the log's subscribers are its only fan-out",
-     "why": "in one process a subscriber per surface does what the Bus does"},
-    {"topic": "replay and live hand-over",
-     "design": "subscribe({fromSeq}) attaches live first and replays asynchronously; the web egress buffers, "
-               "deduplicates and refuses a sequence going back",
-     "kit": "subscribe does the hand-over itself: registered under the writer's lock, replayed from the file, live "
-            "items held meanwhile and deduplicated by sequence",
-     "why": "a notebook has no egress layer; the hand-over the design leaves to it is what students must see"},
-    {"topic": "bounded subscriber queues",
-     "design": "a subscriber never blocks commit; a surface that needs order and back-pressure queues in its own "
-               "bounded egress",
-     "kit": "each subscription has a bounded queue (max_queued) and its own thread; when it is full live items are "
-            "dropped, and the committed ones missed are read back from the file once the queue is drained; the "
-            "replay and every resync page the gap from the file, at most max_queued events at a time",
-     "why": "commit must never wait for a slow client, and the file already holds what was dropped"},
-    {"topic": "cross-process lease",
-     "design": "a SessionLease gives one writer across processes; per-file queues serialise writes within one",
-     "kit": "the single-writer lock (flock) on the transcript across processes; transcript.lock within one",
-     "why": "the file's own lock needs no lease service"},
-    {"topic": "legacy events without a sequence",
-     "design": "an event without seq is numbered 1, 2, 3, ... in parse order",
-     "kit": "a line without the envelope is refused (fail closed); another format goes through an importer",
-     "why": "a guessed sequence would make a foreign line look like evidence"},
-    {"topic": "snippets",
-     "design": "search shows snippets around the match",
-     "kit": "search confirms full-text candidates by substring as the design does, and shows the first 100 "
-            "characters of the message",
-     "why": "the lesson needs to find a message, not to render it"},
-    {"topic": "SQLite drivers and concurrency",
-     "design": "Bun's driver and better-sqlite3 behind one adapter; sync stats 128 files and rebuilds 32 at once",
-     "kit": "Python's sqlite3 (WAL, busy timeout as the design); sync reads the files one after another",
-     "why": "one runtime, and a teaching root of a few sessions"},
-    {"topic": "rewind rewrites",
-     "design": "a rewind may rewrite the file; the read model rebuilds from the materialized events",
-     "kit": "rewind only appends a marker; every projection materializes the markers first; no byte is rewritten; "
-            "a rewind (and a fork) cuts only between commits, never inside a batch, and never to a point where a turn "
-            "was open",
-     "why": "append-only is the lesson: an undo is one more event; a rewind into an open turn would reopen it, and "
-            "the next timeout check would expire it for good"},
-    {"topic": "read models of surfaces",
-     "design": "the TUI and the Web fold committed events and deltas (an overlay by part_id) and reset it when "
-               "the session changes",
-     "kit": "notebook 8's live view is the one reader that folds deltas into an overlay",
-     "why": "a notebook has no terminal or web surface"},
-    {"topic": "domain events",
-     "design": "messages, tools, turns, interactions, reviews and compaction written by one domain store",
-     "kit": "the lesson's six types, the turn markers and commands, and the live log's part_start, rewind, handoff, "
-            "permission_decision, session_migrated and session_forked; a plain commit refuses the control records "
-            "(rewind, session_migrated, session_forked, part_start): only their helpers write them",
-     "why": "the kit models what the lesson and the designs' mechanisms need, no more"},
-    {"topic": "shared-instance cache",
-     "design": "the SessionEventLog cache keeps at most 256 instances and evicts the least recently used without "
-               "subscribers",
-     "kit": "the cache keeps at most 256 logs that nobody else holds; it lets go of one but never closes it: a log "
-            "keeps its writer from open to close, and for_session returns it again while anyone holds it",
-     "why": "closing an evicted log's writer while its caller still holds it would let another writer end the "
-            "caller's open turn"},
-    {"topic": "fork envelope",
-     "design": "createExclusive writes the fork's full content",
-     "kit": "the same, and a session_forked event at its end; the copied events get the new session's envelope "
-            "and the time of the fork as recorded_at",
-     "why": "an envelope names its own session; the original times stay in the source"},
-)
 
 # --------------------------------------------------------------------------- rewind markers
 
@@ -910,3 +750,15 @@ TURNS_SCRIPT = (
     timeout_event(TURN_TIMEOUT, 120, 121, turn_number=6),
     turn_end_event(6, REASON_TIMEOUT, token_summary(2600, 30, 0.0081)),
 )
+
+
+def __getattr__(name: str):
+    """DEPARTURES: the rows of docs/production.md's departures table, read once, when first asked for.
+
+    Read lazily so that the turn lifecycle needs no docs/ folder (an installed wheel has none).
+    """
+    global DEPARTURES
+    if name == "DEPARTURES":
+        DEPARTURES = read_departures()
+        return DEPARTURES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
