@@ -139,3 +139,15 @@ def test_child_processes_start_only_through_the_lab(path):
         return
     text = path.read_text(encoding="utf-8")
     assert "subprocess.Popen(" not in text and "subprocess.run(" not in text and ".kill()" not in text
+
+
+# The production package stands on the lesson and the lab (and text.i18n, for the index's reports in the language
+# in use); the parts that teach, grade, crash or measure may import it, never the other way round (issue 50).
+PRODUCTION_MAY_IMPORT = {"code", "lab", "text"}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "production").glob("*.py")), ids=lambda path: path.name)
+def test_the_production_package_imports_only_the_lesson_the_lab_and_itself(path):
+    kit_parts = {name[2:].split(".")[0] for name in _imports(path) if name.startswith("..")}
+    assert kit_parts <= PRODUCTION_MAY_IMPORT, f"{path.name} imports {sorted(kit_parts - PRODUCTION_MAY_IMPORT)}"
+    assert not [name for name in _imports(path) if name.startswith("s09_jsonl_transcript")]

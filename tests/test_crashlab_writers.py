@@ -5,9 +5,9 @@ from s09_jsonl_transcript.crashlab import kills
 from s09_jsonl_transcript.crashlab.victim import fork_name
 from s09_jsonl_transcript.crashlab.workload import workload_event
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.live import SessionEventLog
-from s09_jsonl_transcript.timeouts import ManualClock
-from s09_jsonl_transcript.turns import rewind_event
+from s09_jsonl_transcript.production.live import SessionEventLog
+from s09_jsonl_transcript.production.timeouts import ManualClock
+from s09_jsonl_transcript.production.turns import rewind_event
 
 
 def test_killed_rewind_and_fork_writers_lose_nothing_and_duplicate_nothing(tmp_path):

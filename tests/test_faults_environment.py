@@ -386,7 +386,7 @@ def test_a_bad_path_is_refused_before_anything_is_made(cls, tmp_path):
 
 
 def test_a_live_commit_on_a_full_disk_moves_nothing_and_tells_nobody(tmp_path):
-    from s09_jsonl_transcript.live import SessionEventLog
+    from s09_jsonl_transcript.production.live import SessionEventLog
 
     with small_tmpfs(tmp_path / "disk") as disk:
         log = SessionEventLog.open(disk / "s.jsonl", clock=ticking_clock())

@@ -20,8 +20,8 @@ from s09_jsonl_transcript.code import (
     ticking_clock,
 )
 from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO
-from s09_jsonl_transcript.live import LiveInputError, SessionEventLog, SessionGoneError
-from s09_jsonl_transcript.turns import session_status
+from s09_jsonl_transcript.production.live import LiveInputError, SessionEventLog, SessionGoneError
+from s09_jsonl_transcript.production.turns import session_status
 
 
 def _open(path) -> SessionEventLog:

@@ -202,7 +202,7 @@ def test_memory_held_in_a_memfd_counts_against_the_limit(tmp_path):
 # --------------------------------------------------------------------------- the kit's own answers (issue 18, part 4)
 
 KIT_ANSWERS = ["s09_jsonl_transcript.lab", "s09_jsonl_transcript.crashlab.damage", "s09_jsonl_transcript.bench",
-               "s09_jsonl_transcript.crashlab", "s09_jsonl_transcript.index", "s09_jsonl_transcript.live"]
+               "s09_jsonl_transcript.crashlab", "s09_jsonl_transcript.production"]
 IMPORTS_THE_KIT = f'''
 import importlib
 

@@ -8,7 +8,9 @@ import pytest
 
 from s09_jsonl_transcript.code import TYPE_AI_TITLE
 from s09_jsonl_transcript.crashlab import damage
-from s09_jsonl_transcript.index import (
+from s09_jsonl_transcript.lab import DurableTranscript
+from s09_jsonl_transcript.lessons.lesson_to_production import build_sample_root
+from s09_jsonl_transcript.production.index import (
     INDEX_SCHEMA_VERSION,
     SOURCE_INDEX,
     SOURCE_SCAN,
@@ -18,8 +20,6 @@ from s09_jsonl_transcript.index import (
     main,
     message_text,
 )
-from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons.lesson_to_production import build_sample_root
 
 
 @pytest.fixture
@@ -380,7 +380,7 @@ def test_the_command_line_reports_a_locked_index_with_status_1(root, capsys):
 
 
 def test_a_rewound_message_is_neither_counted_nor_found(tmp_path):
-    from s09_jsonl_transcript import turns
+    from s09_jsonl_transcript.production import turns
 
     transcript = DurableTranscript.for_session(tmp_path, "ws", "s1", new=True)
     transcript.append({"type": "message", "role": "user", "content": "keep this question"})
@@ -397,8 +397,8 @@ def test_a_rewound_message_is_neither_counted_nor_found(tmp_path):
 
 
 def test_a_harness_starting_up_lists_the_sessions_with_an_unfinished_turn(tmp_path, capsys):
-    from s09_jsonl_transcript import index as index_module
-    from s09_jsonl_transcript import turns
+    from s09_jsonl_transcript.production import index as index_module
+    from s09_jsonl_transcript.production import turns
 
     def session(workspace, name, events):
         with DurableTranscript.for_session(tmp_path, workspace, name, new=True) as transcript:

@@ -19,11 +19,11 @@ import pytest  # noqa: E402
 from chapter_code import run_cells  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from s09_jsonl_transcript.index import TranscriptIndex, format_hits, format_sessions  # noqa: E402
 from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import lesson_to_production as production  # noqa: E402
+from s09_jsonl_transcript.production.index import TranscriptIndex, format_hits, format_sessions  # noqa: E402
+from s09_jsonl_transcript.production.turns import audit  # noqa: E402
 from s09_jsonl_transcript.text import i18n  # noqa: E402
-from s09_jsonl_transcript.turns import audit  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

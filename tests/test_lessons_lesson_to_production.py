@@ -24,8 +24,7 @@ from nbclient import NotebookClient  # noqa: E402
 from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import lesson_to_production as production  # noqa: E402
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS  # noqa: E402
-from s09_jsonl_transcript.text import i18n  # noqa: E402
-from s09_jsonl_transcript.turns import (  # noqa: E402
+from s09_jsonl_transcript.production.turns import (  # noqa: E402
     DEPARTURES,
     RERUN,
     RUNNING,
@@ -38,6 +37,7 @@ from s09_jsonl_transcript.turns import (  # noqa: E402
     turn_end_event,
     turn_start_event,
 )
+from s09_jsonl_transcript.text import i18n  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOK_NAME = "beyond-s09/07_lesson_to_production.ipynb"

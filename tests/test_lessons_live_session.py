@@ -18,14 +18,14 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 from saved_widgets import displayed_widgets, load, one  # noqa: E402
 
-from s09_jsonl_transcript import turns  # noqa: E402
 from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
 from s09_jsonl_transcript.lessons import live_child, live_session  # noqa: E402
 from s09_jsonl_transcript.lessons.display import figure_png  # noqa: E402
-from s09_jsonl_transcript.live import SessionEventLog  # noqa: E402
-from s09_jsonl_transcript.text import i18n
+from s09_jsonl_transcript.production import turns  # noqa: E402
+from s09_jsonl_transcript.production.live import SessionEventLog  # noqa: E402
+from s09_jsonl_transcript.production.timeouts import ManualClock  # noqa: E402
+from s09_jsonl_transcript.text import i18n  # noqa: E402
 from s09_jsonl_transcript.text.bilingual import has_chinese  # noqa: E402
-from s09_jsonl_transcript.timeouts import ManualClock  # noqa: E402
 
 HANG_SECONDS = 300  # a subscriber's delivery may take this long before a test calls it hung (never a slow machine)
 

@@ -6,12 +6,12 @@ import threading
 import pytest
 from read_counting import ReadsEverything, counted_reads
 
-from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.code import TranscriptCorruptionError
 from s09_jsonl_transcript.crashlab.victim import TearingFileIO
 from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lab import transcript as lab_transcript  # the module whose readers open files
-from s09_jsonl_transcript.live import (
+from s09_jsonl_transcript.production import turns
+from s09_jsonl_transcript.production.live import (
     CRASH_ERROR,
     CommitRefused,
     Delta,
@@ -20,7 +20,7 @@ from s09_jsonl_transcript.live import (
     page_back,
     read_after,
 )
-from s09_jsonl_transcript.timeouts import ManualClock
+from s09_jsonl_transcript.production.timeouts import ManualClock
 
 LONG_WAIT = 600  # seconds: reached only when delivery is broken, never on a slow or loaded machine
 
@@ -396,7 +396,7 @@ def test_a_tool_result_for_an_unknown_or_answered_call_is_refused(log):
 
 
 def test_a_turn_makes_at_most_its_limit_of_tool_calls(tmp_path):
-    from s09_jsonl_transcript.timeouts import Limits
+    from s09_jsonl_transcript.production.timeouts import Limits
 
     log = SessionEventLog.create(tmp_path / "s.jsonl", limits=Limits(max_tool_calls_per_turn=2))
     log.start_turn()

@@ -11,16 +11,16 @@ import threading
 
 import pytest
 
-from s09_jsonl_transcript import (
-    live,  # new names as live.X: on the old code each test fails on its own
-    turns,
-)
 from s09_jsonl_transcript.code import TranscriptLockedError
 from s09_jsonl_transcript.crashlab.children import kill_child, start_child
 from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons import live_child
-from s09_jsonl_transcript.live import CommitRefused, SessionEventLog, is_delta
-from s09_jsonl_transcript.timeouts import ManualClock
+from s09_jsonl_transcript.production import (
+    live,  # new names as live.X: on the old code each test fails on its own
+    turns,
+)
+from s09_jsonl_transcript.production.live import CommitRefused, SessionEventLog, is_delta
+from s09_jsonl_transcript.production.timeouts import ManualClock
 
 LONG_WAIT = 600  # seconds: reached only when the code is broken, never on a slow or loaded machine
 

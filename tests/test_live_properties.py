@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s09_jsonl_transcript.live import Delta, SessionEventLog, is_delta
+from s09_jsonl_transcript.production.live import Delta, SessionEventLog, is_delta
 
 OPERATIONS = st.lists(
     st.one_of(

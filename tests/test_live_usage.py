@@ -7,6 +7,7 @@ not re-read the file while it holds the writer.
 """
 
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -14,11 +15,11 @@ import tracemalloc
 
 import pytest
 
-from s09_jsonl_transcript import live, turns
 from s09_jsonl_transcript.code import TranscriptLockedError
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.live import CommitRefused, SessionEventLog, is_delta
-from s09_jsonl_transcript.timeouts import ManualClock
+from s09_jsonl_transcript.production import live, turns
+from s09_jsonl_transcript.production.live import CommitRefused, SessionEventLog, is_delta
+from s09_jsonl_transcript.production.timeouts import ManualClock
 
 LONG_WAIT = 600  # seconds: reached only when the code is broken, never on a slow or loaded machine
 
@@ -216,7 +217,7 @@ def test_staging_folders_of_killed_forks_are_removed_and_live_ones_kept(tmp_path
         killed = tmp_path / f".fork-{dead_pid()}-abc"
         killed.mkdir()
         (killed / "copy.jsonl").write_bytes(b'{"half": ')
-        running = tmp_path / f".fork-{live.os.getpid()}-def"  # this process's: maybe a fork under way
+        running = tmp_path / f".fork-{os.getpid()}-def"  # this process's: maybe a fork under way
         running.mkdir()
         log.fork("copy")
         assert not killed.exists() and running.exists()

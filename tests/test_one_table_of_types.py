@@ -13,11 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.code import EVENT_TYPES
 from s09_jsonl_transcript.importers import workbuddy
 from s09_jsonl_transcript.lab import fast
 from s09_jsonl_transcript.lessons.style import EVENT_COLORS
+from s09_jsonl_transcript.production import turns
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,13 +44,13 @@ def event_to_message(event):
     return lesson_message(event)
 code.event_to_message = event_to_message
 
-from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.lab import fast
+from s09_jsonl_transcript.production import turns
 from s09_jsonl_transcript.code import JSONLTranscript, MockLLM, run_agent, ticking_clock
 from s09_jsonl_transcript.importers import workbuddy
 from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons.style import EVENT_COLORS
-from s09_jsonl_transcript.live import SessionEventLog
+from s09_jsonl_transcript.production.live import SessionEventLog
 
 folder = Path(tempfile.mkdtemp())
 with DurableTranscript(folder / "s.jsonl", clock=ticking_clock()) as lab:

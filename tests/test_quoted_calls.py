@@ -24,8 +24,9 @@ from s09_jsonl_transcript.text import bilingual
 REPO = Path(__file__).resolve().parents[1]
 ENGLISH = bilingual.notebook_files("en")  # the chapters and the notebooks beyond s09
 # the lesson, the lab and the kit's modules whose calls any notebook's text may name
-ALWAYS = ("s09_jsonl_transcript.code", "s09_jsonl_transcript.lab", "s09_jsonl_transcript.turns",
-          "s09_jsonl_transcript.index", "s09_jsonl_transcript.live", "s09_jsonl_transcript.crashlab.kills")
+ALWAYS = ("s09_jsonl_transcript.code", "s09_jsonl_transcript.lab", "s09_jsonl_transcript.production.turns",
+          "s09_jsonl_transcript.production.index", "s09_jsonl_transcript.production.live",
+          "s09_jsonl_transcript.crashlab.kills")
 # `os.write`, `Popen.kill()`: quoted from the standard library, by module or class only, so a bare
 # `close()` or `fork(...)` is looked up among the kit's methods, not taken for `os.close` or `os.fork`
 STDLIB = ("os", "subprocess", "json")

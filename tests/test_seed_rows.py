@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript import index, live, timeouts, turns
 from s09_jsonl_transcript.code import (
     SCHEMA_VERSION,
     MockLLM,
@@ -25,8 +24,9 @@ from s09_jsonl_transcript.code import (
 )
 from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO
 from s09_jsonl_transcript.lessons import lesson_to_production as production
-from s09_jsonl_transcript.live import CommitRefused, SessionEventLog, is_delta
-from s09_jsonl_transcript.timeouts import ManualClock
+from s09_jsonl_transcript.production import index, live, timeouts, turns
+from s09_jsonl_transcript.production.live import CommitRefused, SessionEventLog, is_delta
+from s09_jsonl_transcript.production.timeouts import ManualClock
 
 IMPLEMENTED = "implemented"
 

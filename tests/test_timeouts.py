@@ -2,10 +2,10 @@
 
 import pytest
 
-from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.live import CommitRefused, SessionEventLog
-from s09_jsonl_transcript.timeouts import DEFAULT_LIMITS, Limits, ManualClock
+from s09_jsonl_transcript.production import turns
+from s09_jsonl_transcript.production.live import CommitRefused, SessionEventLog
+from s09_jsonl_transcript.production.timeouts import DEFAULT_LIMITS, Limits, ManualClock
 
 
 @pytest.fixture

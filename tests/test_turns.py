@@ -3,11 +3,12 @@ the departures table, and an audit that never counts an unreadable token summary
 
 import pytest
 
-from s09_jsonl_transcript import turns
 from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, MockLLM, run_agent
 from s09_jsonl_transcript.lab import DurableTranscript
 from s09_jsonl_transcript.lessons import lesson_to_production as production
-from s09_jsonl_transcript.turns import (
+from s09_jsonl_transcript.production import turns
+from s09_jsonl_transcript.production.departures import PAGE, DeparturesUnavailable, read_departures
+from s09_jsonl_transcript.production.turns import (
     END_REASONS,
     STATES,
     TRANSITIONS,
@@ -305,7 +306,7 @@ def test_departure_tool_results_keep_output_for_the_model():
 
 
 def test_departure_max_tool_calls_per_turn_notice_is_an_assistant_message():
-    from s09_jsonl_transcript.timeouts import Limits, ManualClock, due_timeouts
+    from s09_jsonl_transcript.production.timeouts import Limits, ManualClock, due_timeouts
 
     clock = ManualClock()
     fold = turns.SessionFold()
@@ -325,6 +326,33 @@ def test_every_departure_row_says_design_kit_and_why_and_the_first_seven_have_th
     for row in turns.DEPARTURES[:7]:
         slug = "test_departure_" + "_".join(row["topic"].replace(",", "").split())
         assert [name for name in tested if name.startswith(slug)], f"no test for the departure {row['topic']!r}"
+
+
+
+def test_the_departures_are_read_from_the_production_page_and_its_chinese_twin_has_every_row():
+    """The table is design prose kept in docs/production.md; docs/zh/production.md translates each row."""
+    assert turns.DEPARTURES == read_departures(PAGE) and len(turns.DEPARTURES) > 7
+    chinese = PAGE.parent / "zh" / "production.md"
+    section = chinese.read_text(encoding="utf-8").split("## 本教具偏离设计的地方", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| 主题 |")]
+    assert len(rows) == len(turns.DEPARTURES), "a departure added in English is translated in docs/zh/production.md"
+
+
+def test_reading_the_departures_refuses_a_missing_page_or_section_and_a_broken_row(tmp_path):
+    page = tmp_path / "production.md"
+    with pytest.raises(DeparturesUnavailable, match="is missing"):
+        read_departures(page)
+    page.write_text("# A page\n\n## Something else\n", encoding="utf-8")
+    with pytest.raises(DeparturesUnavailable, match="has no section"):
+        read_departures(page)
+    table = "\n".join(["## Where the kit departs from the designs", "", "| topic | the design | the kit | why |",
+                       "|---|---|---|---|", "| a | b | c | d |", "| e | f | g |", "", "## Next", "| x | y |"])
+    page.write_text(table, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"4 non-empty cells .*'\| e \| f \| g \|'"):
+        read_departures(page)
+    page.write_text(table.replace("| e | f | g |", "| e | f | g | h |"), encoding="utf-8")
+    assert read_departures(page) == ({"topic": "a", "design": "b", "kit": "c", "why": "d"},
+                                     {"topic": "e", "design": "f", "kit": "g", "why": "h"})
 
 
 # --------------------------------------------------------------------------- crashes

@@ -25,8 +25,7 @@ from s09_jsonl_transcript.text.bilingual import notebook_files
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "s09_jsonl_transcript"
 # The modules whose messages a notebook may show: the lesson, the lab and the production log.
-LIBRARY = [PACKAGE / "code.py", *sorted(PACKAGE.glob("lab/*.py")), *sorted(PACKAGE.glob("production/**/*.py")),
-           *[PACKAGE / name for name in ("index.py", "turns.py", "live.py", "timeouts.py")]]
+LIBRARY = [PACKAGE / "code.py", *sorted(PACKAGE.glob("lab/*.py")), *sorted((PACKAGE / "production").glob("*.py"))]
 CHINESE_NOTEBOOKS = notebook_files("zh")  # the chapters and the notebooks beyond s09
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 WORD = re.compile(r"\b[A-Za-z]{2,}\b")  # a name_with_underscores is not words

@@ -25,8 +25,8 @@ from typing import Callable
 
 from ..code import TranscriptCorruptionError
 from ..lab import DurableTranscript
-from ..live import SessionEventLog
-from ..turns import TYPE_FORKED, materialize
+from ..production.live import SessionEventLog
+from ..production.turns import TYPE_FORKED, materialize
 from .children import kill_child, start_child
 from .damage import CLEAN, PARTIAL_TAIL
 from .subjects import CLASS_NAMES, SUBJECTS, open_transcript, read_back

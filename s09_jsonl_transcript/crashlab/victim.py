@@ -45,7 +45,7 @@ from pathlib import Path
 
 from ..code import SCHEMA_VERSION, JSONLTranscript, encode_line, event_id_for, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
-from ..live import CommitRefused, SessionEventLog
+from ..production.live import CommitRefused, SessionEventLog
 from .workload import ALL_MODES, LESSON_MODES, part_id_of, stream_pieces, workload_event
 
 MAX_EVENTS = 5000  # a victim nobody kills stops here rather than fill the disk

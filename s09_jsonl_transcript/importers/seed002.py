@@ -8,7 +8,7 @@ such a file would replay 0 messages and hide a pending tool call; so it is read 
     user_message    -> message (role user)       assistant_text -> message (role assistant)
     tool_use        -> function_call (callId: its uuid)
     tool_result     -> function_call_result (callId: its tool_use_uuid; output, or error when it failed)
-    turn_start, turn_end -> the kit's own turn_start and turn_end (turns.py), fields unchanged
+    turn_start, turn_end -> the kit's own turn_start and turn_end (production/turns.py), fields unchanged
     anything else   -> source-record (evidence)
 
 `uuid` is the idempotency key, as the seed asks ("事件去重：基于 uuid 幂等写入"): a line whose uuid was

@@ -29,11 +29,10 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from .. import bench
 from ..code import TYPE_FUNCTION_CALL, TYPE_FUNCTION_CALL_RESULT, TYPE_MESSAGE, MockLLM, run_agent, ticking_clock
 from ..crashlab.children import kill_child, start_child
-from ..index import unfinished_sessions
 from ..lab import DurableTranscript
-from ..live import SessionEventLog
-from ..text import i18n
-from ..turns import (
+from ..production.index import unfinished_sessions
+from ..production.live import SessionEventLog
+from ..production.turns import (
     DEPARTURES,
     NO_TURN_MARKERS,
     RUNNING,
@@ -56,6 +55,7 @@ from ..turns import (
     token_summary,
     trigger_of,
 )
+from ..text import i18n
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .events_on_disk import display_width, pad
 from .live_session import decision_label

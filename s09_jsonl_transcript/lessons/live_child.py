@@ -10,8 +10,8 @@ import json
 import sys
 import threading
 
-from ..live import SessionEventLog, is_delta
-from ..timeouts import ManualClock
+from ..production.live import SessionEventLog, is_delta
+from ..production.timeouts import ManualClock
 
 PROMPT = "test_calc.py fails: add(2, 3) returns -1. Please fix it."
 REPLY = "I read calc.py: add() returns a - b. I will change it to a + b, then run the tests again."

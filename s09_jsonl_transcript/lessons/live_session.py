@@ -1,8 +1,8 @@
 """Notebook 8, a live session: streamed deltas, a crash in the middle of a stream, cursors and
 reconnects, validated appends, timeouts, and the session state machine drawn.
 
-Everything here calls live.py (SessionEventLog), timeouts.py and turns.py; the crash runs a real
-child process started with crashlab.children.start_child and killed with crashlab.children.kill_child.
+Everything here calls the production package (SessionEventLog, timeouts and turns); the crash runs a
+real child process started with crashlab.children.start_child and killed with crashlab.children.kill_child.
 
 Every sentence a student reads (printed, in a widget, in a plot) comes from here, in the language
 chosen in the notebook's first cell (locale/zh/live_session.json holds the Chinese). What the
@@ -26,13 +26,12 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
-from .. import turns
 from ..crashlab.children import kill_child, start_child
 from ..lab import DurableTranscript
-from ..live import CommitRefused, SessionEventLog, is_delta
-from ..text import i18n
-from ..timeouts import ManualClock
-from ..turns import (
+from ..production import turns
+from ..production.live import CommitRefused, SessionEventLog, is_delta
+from ..production.timeouts import ManualClock
+from ..production.turns import (
     ERROR,
     EXPIRED,
     IDLE,
@@ -48,6 +47,7 @@ from ..turns import (
     parse_recorded_at,
     session_status,
 )
+from ..text import i18n
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, figure_png, html_table
 from .live_child import PROMPT, reply_pieces
 from .style import OKABE_ITO
