@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # plain pytest module: no display, no inline backend
 import pytest
 from chapter_code import run_cells
 
-from s09_jsonl_transcript.lessons.crash_injection import CampaignPanel, CrashPanel
+from s09_jsonl_transcript.lessons.crash_injection import CampaignPanel, CrashPanel, campaign_verdicts
 from s09_jsonl_transcript.lessons.display import MAIN_CONTROL_CLASS, RESULT_CLASS
 
 CELLS = ["language", "imports", "agent", "crash", "plot-crash", "crash-and-recover", "crash-panel", "writer",
@@ -65,5 +65,15 @@ def test_the_campaign_says_so_when_an_event_was_lost(tmp_path):
                     {"acknowledged": 5, "recovered": 3, "lost": 2, "spliced": 0}])
     campaign = CampaignPanel(tmp_path, run_one=lambda path, seed: next(reports), trials=2)
     campaign.run()
-    assert campaign.result_text == ("round 1: 2 kills; 9 events acknowledged, 7 recovered, 2 lost, 0 spliced; "
+    assert campaign.result_text == ("round 1: 2 kills; 2 lost, 0 spliced; "
                                     "every acknowledged event survived every kill: False")
+
+
+def test_the_campaign_plot_s_verdicts_say_what_every_run_shows_and_can_fail():
+    """What chapter 2 saves of its campaign plot (a machine-dependent cell): two verdicts, never the counts."""
+    kept = [{"acknowledged": 4, "recovered": 5, "lost": 0, "spliced": 0}] * 2
+    assert campaign_verdicts(kept).splitlines() == [
+        "✔ no dark bar is taller than its light one: every trial recovered at least what it acknowledged",
+        "✔ no cross on the chart: no trial lost an acknowledged event"]
+    broken = kept + [{"acknowledged": 5, "recovered": 3, "lost": 2, "spliced": 0}]
+    assert [line[0] for line in campaign_verdicts(broken).splitlines()] == ["✘", "✘"]

@@ -13,6 +13,7 @@ from s09_jsonl_transcript.crashlab.powerloss import one_append_states  # noqa: E
 from s09_jsonl_transcript.lessons.crash_lab import (  # noqa: E402
     FlipPanel,
     KillPanel,
+    kill_plot_verdicts,
     kill_verdict,
     plot_kill_trials,
     plot_one_append,
@@ -45,6 +46,17 @@ def test_the_verdict_text_names_a_failed_trial():
     assert kill_verdict(broken).endswith("A KILL BROKE THE PROMISE")
     assert "lost 1" in kill_verdict(broken)
 
+
+
+def test_the_kill_plot_s_verdicts_hold_for_a_real_campaign_and_name_a_broken_trial():
+    """What notebook 6 saves of its kill plot (a machine-dependent cell): two verdicts, never the counts."""
+    results = kill_campaign(2, seed=5, modes=("append",))
+    assert kill_plot_verdicts(results) == ("✔ left: the line of lost events stays on 0 in every trial\n"
+                                           "✔ right: no trial recovered fewer events than its victim acknowledged")
+    fewer = results[0].__class__(**{**vars(results[0]), "lost": 1, "recovered": results[0].acknowledged - 1})
+    assert kill_plot_verdicts([fewer, results[1]]).splitlines() == [
+        "✘ left: the line of lost events stays on 0 in every trial",
+        "✘ right: no trial recovered fewer events than its victim acknowledged"]
 
 def test_moving_the_flip_slider_damages_a_new_file_and_shows_its_verdict():
     panel = FlipPanel(offset=30)

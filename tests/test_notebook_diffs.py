@@ -2,7 +2,8 @@
 
 nbclient records each cell's execution timestamps and ipywidgets gives every widget a random model id;
 saved as they come, a rebuild that changed one sentence rewrote every timestamp and every widget id.
-bilingual.tidy() saves neither, and coalesces a cell's stream outputs.
+saving.saved_form() (the kit's one rule for saved notebooks) saves neither, and coalesces a cell's stream
+outputs; test_notebook_saving.py checks what it keeps of a machine-dependent cell.
 """
 
 import difflib
@@ -13,7 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from s09_jsonl_transcript.text.bilingual import execute, notebook_files, tidy
+from s09_jsonl_transcript.text.bilingual import execute, notebook_files
+from s09_jsonl_transcript.text.saving import saved_form
 
 ROOT = Path(__file__).resolve().parent.parent
 SAVED = [*notebook_files("en"), *notebook_files("zh")]  # the chapters and the notebooks beyond s09
@@ -61,7 +63,7 @@ def test_changing_one_printed_sentence_changes_a_few_lines_of_the_saved_notebook
     assert 0 < len(changed) < 20, "\n".join(changed)
 
 
-def test_tidy_coalesces_streams_and_numbers_widget_ids():
+def test_the_saved_form_coalesces_streams_and_numbers_widget_ids():
     notebook = toy_notebook("hello")
     notebook.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="a\n"),
                                  nbformat.v4.new_output("stream", name="stdout", text="b\n")]
@@ -70,7 +72,7 @@ def test_tidy_coalesces_streams_and_numbers_widget_ids():
     notebook.cells[3].outputs = [nbformat.v4.new_output(
         "display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": random_id}})]
     notebook.metadata["widgets"] = {WIDGET_STATE: {"state": {random_id: {"state": {"layout": "IPY_MODEL_x"}}}}}
-    tidied = tidy(notebook)
+    tidied = saved_form(notebook)
     assert [output.text for output in tidied.cells[1].outputs] == ["a\nb\n"]
     assert "execution" not in tidied.cells[1].metadata
     first = f"{1:032x}"

@@ -1,5 +1,6 @@
-"""The notebooks are saved the way nbval needs them: executed top to bottom, with outputs; and a student sees
-where the lesson ends: its five chapters in notebooks/<language>/, the notebooks beyond it in
+"""The notebooks are saved the way nbval needs them: executed top to bottom, with outputs, each
+machine-dependent cell with only its verdict lines, every one of which held; and a student sees where the
+lesson ends: its five chapters in notebooks/<language>/, the notebooks beyond it in
 notebooks/<language>/beyond-s09/, each of those opening with a banner that says so.
 
 nbval compares each cell against the outputs stored in the file, and skips a cell saved with
@@ -10,8 +11,10 @@ import json
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 
+from s09_jsonl_transcript.text import saving
 from s09_jsonl_transcript.text.bilingual import BEYOND, notebook_files
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -78,3 +81,17 @@ def test_no_errors_warnings_or_machine_specific_paths_in_outputs(path):
             assert output.get("name") != "stderr", f"cell {number} wrote to stderr"
             text = json.dumps(output.get("text", "")) + json.dumps(output.get("data", {}).get("text/plain", ""))
             assert not ABSOLUTE_PATH.search(text), f"cell {number} shows an absolute path"
+
+
+@pytest.mark.parametrize("path", LESSON_NOTEBOOKS, ids=lambda path: path.relative_to(NOTEBOOKS).as_posix())
+def test_machine_dependent_cells_are_saved_with_their_verdicts_only_and_every_saved_verdict_held(path):
+    """The rule of saving.py, read back from the file: a tagged cell keeps its verdict lines and nothing else
+    (no plot, no measured number), and no cell was saved with a verdict that failed."""
+    for number, cell in enumerate(nbformat.read(path, as_version=4).cells, start=1):
+        if cell.cell_type != "code":
+            continue
+        if saving.is_machine_dependent(cell):
+            assert cell.outputs == saving.verdict_outputs(cell.outputs), f"cell {number} keeps more than its verdicts"
+        printed = "".join(output.get("text", "") for output in cell.outputs if output.output_type == "stream")
+        failed = [line for line in printed.splitlines() if line.startswith(saving.FAILS)]
+        assert not failed, f"cell {number} was saved with a verdict that failed: {failed}"

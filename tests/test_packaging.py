@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "s09_jsonl_transcript"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 EXTRAS = PROJECT["optional-dependencies"]
-NOTEBOOK_MODULES = ("lessons", "text/bilingual.py", "text/i18n.py")  # i18n: the CJK font of the Chinese plots
+NOTEBOOK_MODULES = ("lessons", "text/bilingual.py", "text/saving.py", "text/i18n.py")  # i18n: the CJK font of plots
 
 
 def requirement_name(requirement: str) -> str:

@@ -31,7 +31,7 @@ from ..crashlab.powerloss import ABSENT, FAILS_CLOSED, FILLS, PREFIX_CLEAN, PREF
 from ..crashlab.races import RaceResult
 from ..crashlab.workload import MODES
 from ..lab import DurableTranscript
-from ..text import i18n
+from ..text import i18n, saving
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 from .style import OKABE_ITO, VERDICT_COLORS, verdict_label
 
@@ -130,6 +130,18 @@ def plot_kill_trials(results: list[KillTrial]):
     fig.tight_layout()
     return fig
 
+
+
+def kill_plot_verdicts(results: list[KillTrial]) -> str:
+    """What plot_kill_trials shows on every run, as verdict lines (saving.verdict): the line of lost events
+    stays on 0, and no trial recovered fewer events than it acknowledged. The counts it draws depend on the
+    machine's timing; these two claims do not."""
+    return "\n".join([
+        saving.verdict(all(result.lost == 0 for result in results),
+                       tr("left: the line of lost events stays on 0 in every trial")),
+        saving.verdict(all(result.recovered >= result.acknowledged for result in results),
+                       tr("right: no trial recovered fewer events than its victim acknowledged")),
+    ])
 
 @lru_cache(maxsize=2)
 def sample_bytes(*, integrity: bool) -> bytes:

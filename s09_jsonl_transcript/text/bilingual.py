@@ -4,7 +4,7 @@
     python -m s09_jsonl_transcript.text.bilingual accept     mark the translated sections done (they hold Chinese)
     python -m s09_jsonl_transcript.text.bilingual build      write notebooks/zh/*.ipynb and run both languages
     python -m s09_jsonl_transcript.text.bilingual check      exit 1 (saying why) when the two languages disagree
-    python -m s09_jsonl_transcript.text.bilingual tidy       tidy the saved notebooks without running them (see tidy())
+    python -m s09_jsonl_transcript.text.bilingual tidy       re-save the notebooks in their saved form (saving.py)
 
 The English notebook (notebooks/en/NN_name.ipynb for a chapter of the lesson, notebooks/en/beyond-s09/
 NN_name.ipynb for a notebook beyond it) is the source of the structure and the code. The Chinese notebook
@@ -32,15 +32,17 @@ import argparse
 import ast
 import copy
 import hashlib
-import json
 import os
 import re
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+from . import saving
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -53,6 +55,17 @@ _HEADER = "<!-- The Chinese text of notebooks/zh/{name}.ipynb: one section per m
           "notebooks/en/{name}.ipynb (see s09_jsonl_transcript/text/bilingual.py). -->\n"
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*")
 _TAG = re.compile(r"<[^>]+>")
+
+MOVED_TO_SAVING = {"tidy": "saved_form", "save_checked": "save_checked"}  # in 0.2; the old names go in 0.3
+
+
+def __getattr__(name: str):
+    """bilingual.tidy and bilingual.save_checked, moved to saving.py in 0.2: they work, with a warning, until 0.3."""
+    if name not in MOVED_TO_SAVING:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"{__name__}.{name} moved to {saving.__name__}.{MOVED_TO_SAVING[name]}; the old name is removed "
+                  "in version 0.3", DeprecationWarning, stacklevel=2)
+    return getattr(saving, MOVED_TO_SAVING[name])
 
 
 @dataclass(frozen=True)
@@ -233,9 +246,10 @@ def same_code(english: str, chinese: str) -> bool:
 def execute(path: Path, timeout: int = 120) -> float:
     """Run a notebook top to bottom in its own folder and save it with its outputs; return the seconds taken.
 
-    The run goes into a temporary file next to the notebook, which replaces it only when no cell raised
-    or wrote to stderr (a build under load never leaves a broken notebook behind). What is saved is tidy:
-    see tidy()."""
+    What is saved is the notebook's saved form (saving.saved_form: the kit's one rule for saved notebooks),
+    through saving.save_checked: a temporary file next to the notebook replaces it only when no cell raised,
+    wrote to stderr or printed a verdict that failed (a build under load never leaves a broken notebook
+    behind)."""
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
@@ -243,77 +257,8 @@ def execute(path: Path, timeout: int = 120) -> float:
     NotebookClient(notebook, timeout=timeout, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     elapsed = time.monotonic() - started
-    save_checked(tidy(notebook), path)
+    saving.save_checked(saving.saved_form(notebook), path)
     return elapsed
-
-
-def tidy(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook as it is saved, so that a one-sentence change is a small diff: no execution metadata
-    (timestamps), a cell's stream outputs coalesced (one stdout, one stderr, as a reader sees them), and
-    widget model ids numbered in the order the notebook shows them instead of random ones."""
-    for cell in notebook.cells:
-        cell.metadata.pop("execution", None)
-        if cell.cell_type == "code":
-            cell.outputs = _coalesced(cell.outputs)
-    _number_widget_ids(notebook)
-    return notebook
-
-
-def _coalesced(outputs: list) -> list:
-    merged = []
-    for output in outputs:
-        previous = merged[-1] if merged else None
-        if (output.get("output_type") == "stream" and previous is not None
-                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
-            previous["text"] = previous["text"] + output["text"]
-        else:
-            merged.append(output)
-    return merged
-
-
-_MODEL_ID = re.compile(r"[0-9a-f]{32}")
-
-
-def _number_widget_ids(notebook: nbformat.NotebookNode) -> None:
-    """Replace each widget's random 32-hex model id by a number: the widgets the cells display in order,
-    each followed by the models it refers to (its layout, style, children), depth first."""
-    state = notebook.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
-    models = state.get("state", {})
-    if not models:
-        return
-    order = {}
-
-    def visit(model_id: str) -> None:
-        if model_id in models and model_id not in order:
-            order[model_id] = f"{len(order) + 1:032x}"
-            for reference in _MODEL_ID.findall(json.dumps(models[model_id], sort_keys=True)):
-                visit(reference)
-
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            for reference in _MODEL_ID.findall(json.dumps(output.get("data", {}), sort_keys=True)):
-                visit(reference)
-    for model_id in sorted(models, key=lambda key: json.dumps(models[key], sort_keys=True)):
-        visit(model_id)  # a model no output shows: ordered by what it holds
-    renamed = _MODEL_ID.sub(lambda match: order.get(match.group(0), match.group(0)), nbformat.writes(notebook))
-    numbered = nbformat.reads(renamed, as_version=4)
-    widgets = numbered.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]
-    widgets["state"] = dict(sorted(widgets["state"].items()))
-    notebook.clear()
-    notebook.update(numbered)
-
-
-def save_checked(notebook: nbformat.NotebookNode, path: Path) -> None:
-    """Write notebook to path only if it ran clean (no error output, nothing on stderr): it goes to a
-    temporary file in the same folder first and replaces path in one rename."""
-    bad = [number for number, cell in enumerate(notebook.cells, start=1) if cell.cell_type == "code"
-           for output in cell.get("outputs", [])
-           if output.get("output_type") == "error" or output.get("name") == "stderr"]
-    if bad:
-        raise RuntimeError(f"{path.name}: cell {bad[0]} raised or wrote to stderr; the saved notebook is unchanged")
-    temporary = path.with_name(f".{path.name}.saving")
-    nbformat.write(notebook, temporary)
-    os.replace(temporary, path)
 
 
 def build(pair: Pair, *, run: bool = True) -> dict:
@@ -430,7 +375,7 @@ def main(argv=None) -> int:
             print(f"{pair.name}: built" + (f", run in {seconds} s" if seconds else " (not run)"))
         elif args.command == "tidy":
             for path in (pair.english, pair.chinese):
-                save_checked(tidy(nbformat.read(path, as_version=4)), path)
+                saving.save_checked(saving.saved_form(nbformat.read(path, as_version=4)), path)
             print(f"{pair.name}: tidied")
         else:
             found = problems(pair)
