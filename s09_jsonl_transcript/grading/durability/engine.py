@@ -1,0 +1,328 @@
+"""Grade one capstone answer: record its session, build every crash state, judge them, report.
+
+    verdict = grade(answer_source, seed=seed)      # the grader: strace + bubblewrap
+    verdict = grade(answer_source, seed=seed, recorded=False, sandboxed=False, size=LOCAL)   # local.py
+
+The stages, each timed (Verdict.stages):
+
+  record        the answer's append on each event in turn, under the recorder
+  power loss    the model's states of the recorded calls, judged in batches (one driver process each)
+  held kills    a real SIGKILL before every write and fsync of the transcript, each state judged
+  interleavings another writer's line between two writes of one append
+  damaged files the reference's file damaged before its last line, kept when the reference refuses it
+  repairs       recover's own repair of torn states crashed: its power-loss states, and real kills
+                before its truncate, write and fsync (a seeded sample of them)
+
+A state equal to one judged before (the same bytes, the same acknowledged events) is not judged
+again. A refused call, a call that ran past its time, or an answer the grader cannot replay stops
+the grading: the verdict is refused with the reason, scored against the submission.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from .. import sandbox
+from ..words import both
+from .contract import (
+    GIVEN_CELL,
+    SESSION_ID,
+    TRANSCRIPT_NAME,
+    Contract,
+    continuation_event,
+    record_hash,
+    session_events,
+)
+from .damage import damaged_files
+from .judge import PROPERTIES, Expected, Judge
+from .kit import reference_read
+from .runs import Runner, check_recorder
+from .sessions import Problem, held_kill, judge_batch, killed_recover, record_session
+from .states import (
+    HELD_KILL,
+    REPAIR,
+    REPAIR_KILL,
+    State,
+    damage_states,
+    interleavings,
+    kill_state,
+    power_loss_states,
+    repair_states,
+)
+from .workspace import Workspace
+
+
+@dataclass(frozen=True)
+class CampaignSize:
+    """How much a grading tries. The defaults are the grader's (and the benchmark's)."""
+
+    events: int = 20
+    every_byte: bool = True  # tear writes at every byte (False: at a few edges)
+    max_unsynced: int = 8  # every subset of up to this many unsynced changes at a point ...
+    sample_per_point: int = 64  # ... past that, this many subsets drawn with the seed
+    power_loss_limit: int = 12_000  # at most this many power-loss states: a seeded sample beyond
+    held_kills: bool = True  # a kill before every write and fsync of the transcript
+    damaged_files: int = 20_000
+    repair_kills: int = 60  # real kills of recover's repair, at most
+    batch_size: int = 2_500  # states per driver process
+
+    def describe(self) -> str:
+        """The size in words, for a report."""
+        tears = "every byte" if self.every_byte else "a few edges"
+        return (f"{self.events} events; power loss: every state with up to {self.max_unsynced} unsynced changes "
+                f"(past that {self.sample_per_point} sampled per crash point), writes torn at {tears}, at most "
+                f"{self.power_loss_limit:,} states (a seeded sample beyond); a kill before every write and fsync; "
+                f"{self.damaged_files:,} damaged files; up to {self.repair_kills} repairs killed")
+
+
+FULL = CampaignSize()
+REDUCED = CampaignSize(every_byte=False, power_loss_limit=3_000, damaged_files=1_000, repair_kills=8)
+LOCAL = CampaignSize(events=8, every_byte=False, power_loss_limit=1_500, damaged_files=300, repair_kills=4,
+                     batch_size=1_000)
+
+STAGES = ("record", "power loss", "held kills", "interleavings", "damaged files", "repairs")
+
+
+@dataclass
+class Verdict:
+    """A capstone grading's outcome: per property its findings, or the reason the answer was refused."""
+
+    seed: int
+    recorder: str  # "strace" or "local"
+    sandboxed: bool
+    size: CampaignSize
+    problem: Problem | None = None
+    results: dict = field(default_factory=dict)  # property -> {"findings", "stopped", "judged"}
+    counts: dict = field(default_factory=dict)  # campaign -> states judged (kills: runs that landed)
+    stages: dict = field(default_factory=dict)  # stage -> seconds
+    session: dict = field(default_factory=dict)
+
+    def passed(self, name: str) -> bool:
+        """True when the property has no finding and the answer was not refused."""
+        return self.problem is None and bool(self.results) and not self.results[name]["findings"]
+
+    @property
+    def seconds(self) -> float:
+        """The grading's time, all stages together."""
+        return sum(self.stages.values())
+
+    def as_json(self) -> dict:
+        """The verdict as plain data: what the grader hands the check cells, read-only."""
+        refused = None if self.problem is None else {"kind": self.problem.kind, "row": self.problem.row,
+                                                      "reason": self.problem.reason}
+        return {
+            "exercise": "ex06", "seed": self.seed, "recorder": self.recorder, "sandboxed": self.sandboxed,
+            "size": self.size.describe(), "refused": refused, "counts": dict(self.counts),
+            "stages": {stage: round(seconds, 3) for stage, seconds in self.stages.items()},
+            "session": dict(self.session),
+            "properties": [self._property_json(name, title) for name, title in PROPERTIES.items()],
+        }
+
+    def _property_json(self, name: str, title: str) -> dict:
+        result = self.results.get(name, {})
+        return {"id": name, "title": title, "passed": self.passed(name),
+                "findings": [finding.as_json() for finding in result.get("findings", [])],
+                "stopped": result.get("stopped", False), "judged": result.get("judged", 0)}
+
+    def lost(self) -> set:
+        """The properties this answer loses (all of them when it was refused)."""
+        return {name for name in PROPERTIES if not self.passed(name)}
+
+
+class _Stop(Exception):
+    """A problem ended the grading (it is in the verdict)."""
+
+
+def _fingerprint(state: State) -> tuple:
+    digest = None if state.content is None else hashlib.blake2b(state.content, digest_size=16).digest()
+    return digest, state.acknowledged
+
+
+class Campaign:
+    """One grading's stages, sharing its runner, workspace, contract and judge."""
+
+    def __init__(self, runner: Runner, workspace: Workspace, seed: int, size: CampaignSize, verdict: Verdict,
+                 progress=None):
+        self.runner, self.workspace, self.seed, self.size, self.verdict = runner, workspace, seed, size, verdict
+        self.progress = progress or (lambda stage, done, total: None)
+        self.contract = Contract()
+        self.events = session_events(seed, size.events)
+        self.continuation = continuation_event(seed)
+        self.seen = set()
+        self.torn = []  # (state, observed) of torn states recover repaired, for the repairs stage
+        self.batches = 0
+        self.recording = None
+        self.judge = None
+
+    def run(self) -> None:
+        """Every stage in turn (a problem stops them, and is in the verdict)."""
+        try:
+            for stage, step in zip(STAGES, (self._record, self._power_loss, self._held_kills, self._interleavings,
+                                            self._damaged, self._repairs)):
+                started = time.monotonic()
+                try:
+                    step()
+                finally:
+                    self.verdict.stages[stage] = time.monotonic() - started
+        except _Stop:
+            pass
+        if self.judge is not None:
+            self.verdict.results = self.judge.results()
+
+    def _stop(self, problem: Problem) -> None:
+        self.verdict.problem = problem
+        raise _Stop
+
+    # ----------------------------------------------------------------------------- stages
+
+    def _record(self) -> None:
+        recording = record_session(self.runner, self.workspace, self.events)
+        self.recording = recording
+        self.verdict.session = {"events": len(self.events), "acknowledged": recording.acknowledged,
+                                "changes": len(recording.changes), "kill points": len(recording.kill_points)}
+        if recording.problem is not None:
+            self._stop(recording.problem)
+        expected = self.contract.records(recording.path, self.events)
+        self._check_contract(recording, expected)
+        self.judge = Judge(Expected(expected, lambda kept: self.contract.record(
+            recording.path, kept + 1, self.continuation)))
+        self.judge.one_write(recording.writes, recording.final)
+
+    def _check_contract(self, recording, expected: list) -> None:
+        folder = self.workspace.shared / "session"
+        reading = reference_read(folder / TRANSCRIPT_NAME, SESSION_ID)
+        returned = [outcome["returned"].get("hash") for outcome in recording.appended]
+        problem = None
+        if reading.refused:
+            problem = (f"line {reading.refused_line} is damaged ({reading.reason})",
+                       f"第 {reading.refused_line} 行损坏了（{reading.reason}）")
+        elif reading.records != expected or reading.torn:
+            first = next((index for index, (got, want) in enumerate(zip(reading.records, expected)) if got != want),
+                         min(len(reading.records), len(expected)))
+            problem = (f"record {first + 1} is not the contract's record of event {first + 1}",
+                       f"第 {first + 1} 条记录不是约定中第 {first + 1} 个事件的记录")
+        elif returned != [record_hash(record) for record in expected]:
+            first = next(index for index, (got, want) in enumerate(zip(returned, expected))
+                         if got != record_hash(want))
+            problem = (f"append returned something other than the record it wrote for event {first + 1}",
+                       f"append 为第 {first + 1} 个事件返回的不是它写下的记录")
+        if problem is not None:
+            self._stop(Problem("contract", both(
+                f"after {len(self.events)} appends the transcript does not hold the events sent, as the given cell "
+                f"builds them: {problem[0]}", f"追加 {len(self.events)} 次之后，记录文件里不是发送的事件"
+                f"（按给定单元格的构造）：{problem[1]}")))
+
+    def _power_loss(self) -> None:
+        states = power_loss_states(self.recording.changes, self.size, self.seed)
+        self._judge_states(states, "power loss")
+
+    def _held_kills(self) -> None:
+        if not self.size.held_kills:
+            return
+        states = []
+        for number, point in enumerate(self.recording.kill_points, start=1):
+            run = held_kill(self.runner, self.workspace, self.events, point, f"kill-{number}")
+            if run.problem is not None:
+                self._stop(run.problem)
+            states.append(kill_state(run, f"kill-{point[0]}-{point[1]}"))
+            self.progress("held kills", number, len(self.recording.kill_points))
+        self.verdict.counts[HELD_KILL] = len(states)
+        self._judge_states(states, "held kills", count=False)
+
+    def _interleavings(self) -> None:
+        path = self.recording.path
+
+        def foreign_line(number: int) -> bytes:
+            other = {"type": "message", "role": "user", "content": f"another writer, event {number}"}
+            return self.contract.encode_line(self.contract.record(path, number, other))
+
+        self._judge_states(interleavings(self.recording.changes, self.recording.writes, foreign_line),
+                           "interleavings")
+
+    def _damaged(self) -> None:
+        reference = self.contract.file_bytes(self.recording.path, self.events)
+        files = damaged_files(reference, self.contract.parse_record, self.recording.path,
+                              count=self.size.damaged_files, seed=self.seed)
+        self._judge_states(damage_states(reference, files), "damaged files")
+
+    def _repairs(self) -> None:
+        states = []
+        for parent, observed in self.torn:
+            states.extend(repair_states(parent, observed.repair, self.size, self.seed))
+        self._judge_states(states, "repairs")
+        kills = self._repair_kill_states()
+        self.verdict.counts[REPAIR_KILL] = len(kills)
+        self._judge_states(kills, "repair kills", count=False)
+
+    def _repair_kill_states(self) -> list:
+        candidates = [(parent, point) for parent, observed in self.torn for point in observed.repair_points]
+        random.Random(f"ex06-repair-kills:{self.seed}").shuffle(candidates)
+        states = []
+        for number, (parent, point) in enumerate(candidates[:self.size.repair_kills], start=1):
+            run = killed_recover(self.runner, self.workspace, f"repair-kill-{number}", parent.content, point)
+            if run.problem is not None:
+                self._stop(run.problem)
+            run.acknowledged = parent.acknowledged
+            states.append(kill_state(run, f"rk:{parent.id}:{point[0]}-{point[1]}", REPAIR_KILL))
+            self.progress("repair kills", number, min(len(candidates), self.size.repair_kills))
+        return states
+
+    # ----------------------------------------------------------------------------- judging
+
+    def _judge_states(self, states: list, stage: str, count: bool = True) -> None:
+        fresh = []
+        for state in states:
+            fingerprint = _fingerprint(state)
+            if fingerprint not in self.seen:
+                self.seen.add(fingerprint)
+                fresh.append(state)
+        if count:
+            campaign = fresh[0].campaign if fresh else None
+            if campaign is not None:
+                self.verdict.counts[campaign] = self.verdict.counts.get(campaign, 0) + len(fresh)
+        for start in range(0, len(fresh), self.size.batch_size):
+            chunk = fresh[start:start + self.size.batch_size]
+            self.batches += 1
+            items = [(state.content, "abc" if state.continues else "a") for state in chunk]
+            readings, observed, problem = judge_batch(
+                self.runner, self.workspace, f"batch-{self.batches}", items, self.continuation,
+                lambda path: reference_read(path, SESSION_ID))
+            if problem is not None:
+                self._stop(problem)
+            for state, reading, seen in zip(chunk, readings, observed):
+                if seen.problem is not None:
+                    self._stop(Problem(seen.problem.kind, f"{seen.problem.reason} [{state.id}]", seen.problem.row))
+                kept_its_promises = self.judge.state(state, reading, seen)
+                if kept_its_promises and reading.torn and seen.repair and state.campaign not in (REPAIR, REPAIR_KILL):
+                    self.torn.append((state, seen))  # a repair worth crashing: it starts from a sound state
+            self.progress(stage, min(start + len(chunk), len(fresh)), len(fresh))
+
+
+def grade(answer_source: str, *, seed: int | None = None, size: CampaignSize = FULL, sandboxed: bool = True,
+          recorded: bool = True, limits: sandbox.Limits | None = None, progress=None) -> Verdict:
+    """Grade one capstone answer cell (its source text). See the module doc.
+
+    recorded=True (the grader) records with strace and raises RecorderUnavailable at once when it
+    cannot; sandboxed runs the driver in the student's sandbox (bubblewrap). recorded=False is the
+    notebook's local check: no strace, the driver records its own os calls. seed fixes the events,
+    the samples and the damaged files: the same seed gives the same ids and counts.
+    """
+    if recorded:
+        check_recorder(sandboxed)
+    seed = secrets.randbits(32) if seed is None else seed
+    verdict = Verdict(seed, "strace" if recorded else "local", sandboxed, size)
+    limits = limits or sandbox.Limits()
+    with Workspace(sandboxed) as workspace, sandbox.acquire_slot() as slot:
+        given, answer = workspace.logs / "given.py", workspace.logs / "answer.py"
+        given.write_text(GIVEN_CELL, encoding="utf-8")
+        answer.write_text(answer_source, encoding="utf-8")
+        with sandbox.grading_groups(limits) if sandboxed else contextlib.nullcontext() as groups:
+            runner = Runner(workspace, given, answer, recorded=recorded, sandboxed=sandboxed, limits=limits,
+                            slot=slot, groups=groups.joined_by("student") if groups else ())
+            Campaign(runner, workspace, seed, size, verdict, progress).run()
+    return verdict

@@ -1,0 +1,389 @@
+"""Run the answer through the driver and observe it: the recorded session, the held kills, the
+batches of states. What the answer did is read from the recorder's log (or, in the local check,
+from the calls its driver sent), never from what the answer says it did; what a file holds
+afterwards is read by the grader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..words import both
+from .calls import KILLABLE, Refusal, Tracker
+from .contract import TRANSCRIPT_NAME
+from .runs import DriverGone, Runner
+from .trace import Call, call_from_json, parse_log
+from .workspace import discard, make_dir, read_file, write_file
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why an answer could not be judged, scored against it: a refused call, or what went wrong."""
+
+    kind: str  # "syscall" (a row of calls.ROWS), "load", "contract", "timeout", "ended", "replay"
+    reason: str  # both languages
+    row: str | None = None
+
+    @classmethod
+    def refused(cls, refusal: Refusal) -> Problem:
+        """A refused call as a Problem."""
+        return cls("syscall", refusal.reason, refusal.row)
+
+
+def _stream(driver, runner: Runner) -> tuple[list, int | None]:
+    """The run as one ordered stream of ("call", Call) and ("answer", dict) items, and the driver's pid."""
+    if not runner.recorded:
+        pid = driver.ready.get("pid")
+        items = [("call", call_from_json(message, pid)) if "call" in message else ("answer", message)
+                 for message in driver.answers[1:]]
+        return items, pid
+    log = parse_log(driver.log_lines())
+    items, pid, channel = [], None, None
+    for call in log.calls:
+        if call.name == "write" and pid is None and (call.data or b"").startswith(b'{"ready":true'):
+            pid, channel = call.pid, call.fd
+            continue
+        if pid is None:
+            continue  # the driver's own start, and bubblewrap's
+        if call.pid == pid and call.name == "write" and call.fd == channel and not call.killed:
+            items.extend(("answer", message) for message in _answer_lines(call.data or b""))
+        else:
+            items.append(("call", call))
+    return items, pid
+
+
+def _answer_lines(data: bytes) -> list:
+    messages = []
+    for line in data.split(b"\n"):
+        if line.strip():
+            try:
+                messages.append(json.loads(line))
+            except ValueError:
+                messages.append({"unreadable": True})
+    return messages
+
+
+def _load_problem(driver) -> Problem | None:
+    loaded = driver.loaded or {}
+    if loaded.get("loaded"):
+        return None
+    if "missing" in loaded:
+        names = ", ".join(loaded["missing"])
+        return Problem("load", both(f"the answer cell defines no function {names}", f"答案单元格没有定义函数 {names}"))
+    raised = loaded.get("raised", {})
+    what = f"{raised.get('class', '?')}: {raised.get('message', '')}"
+    cell = loaded.get("cell", "answer cell")
+    which = "给定" if "given" in cell else "答案"
+    return Problem("load", both(f"the {cell} raised {what} when run", f"运行{which}单元格时抛出 {what}"))
+
+
+@dataclass
+class Recording:
+    """The recorded session: the model's changes, and what the answer's appends did."""
+
+    path: str = ""  # the transcript, as the driver saw it
+    changes: list = field(default_factory=list)
+    appended: list = field(default_factory=list)  # per event: the append's outcome (the driver's answer)
+    writes: list = field(default_factory=list)  # per event: (offset, bytes) of each write it made
+    kill_points: list = field(default_factory=list)  # (system call, its number among those on the file)
+    final: bytes | None = None
+    calls: int = 0  # calls on the transcript and its folder
+    problem: Problem | None = None
+
+    @property
+    def acknowledged(self) -> int:
+        """How many appends returned without raising."""
+        return sum(1 for outcome in self.appended if "returned" in outcome)
+
+
+def _timing_problem(error: DriverGone, what: str) -> Problem:
+    if error.timed_out:
+        return Problem("timeout", both(f"{what} did not return within its time", f"{what}没有在规定时间内返回"))
+    return Problem("ended", both(f"the driver's process ended during {what}", f"驱动进程在{what}期间结束了"))
+
+
+def _check_written(tracker: Tracker, found: bytes | None, runner: Runner) -> Problem | None:
+    if tracker.refusal is not None:
+        return Problem.refused(tracker.refusal)
+    expected = bytes(tracker.image) if tracker.exists else None
+    if found != expected:
+        detail = (f"{len(found) if found is not None else 'no'} bytes found, "
+                  f"{len(expected) if expected is not None else 'no'} bytes recorded")
+        if not runner.recorded:  # the local check sees os calls only
+            return Problem("syscall", both(
+                f"the local check could not follow how the answer writes ({detail}): it sees os.open, os.write, "
+                "os.fsync and their kind only, not open().write; the grader's recorder sees every system call",
+                f"本地检查跟不上答案的写法（{detail}）：它只看得到 os.open、os.write、os.fsync 这类调用，"
+                "看不到 open().write；评分程序的记录器能看到每个系统调用"), "unseen-bytes")
+        return Problem.refused(Refusal("unseen-bytes", detail))
+    return None
+
+
+def _feed(tracker: Tracker, items: list, on_answer) -> None:
+    """Feed a run's stream to a tracker; on_answer(message) is called at each answer line."""
+    for kind, item in items:
+        if kind == "answer":
+            on_answer(item)
+        else:
+            tracker.feed(item)
+
+
+def record_session(runner: Runner, workspace, events: list) -> Recording:
+    """Run the answer's append on every event in turn, recorded; the grader reads the file afterwards."""
+    folder = workspace.fresh("session")
+    host = folder / TRANSCRIPT_NAME
+    recording = Recording(path=workspace.inside(host))
+    try:
+        driver = runner.start()
+    except DriverGone as error:
+        recording.problem = Problem("ended", both(f"the driver did not start: {error}", f"驱动程序没有启动：{error}"))
+        return recording
+    recording.problem = _load_problem(driver)
+    try:
+        for number, event in enumerate(events, start=1):
+            if recording.problem is not None:
+                break
+            driver.send({"op": "append", "path": recording.path, "event": event})
+            answer = driver.receive()
+            if answer is None or answer.get("op") != "append":
+                recording.problem = Problem("ended", both(
+                    f"the driver's process ended, or its channel was written to, during the append of event {number}",
+                    f"追加第 {number} 个事件时驱动进程结束了，或者有别的东西写了它的通道"))
+                break
+            recording.appended.append(answer)
+            if "raised" in answer:
+                raised = answer["raised"]
+                recording.problem = Problem("contract", both(
+                    f"append raised {raised['class']} on event {number} of the session: {raised['message']}",
+                    f"append 在会话的第 {number} 个事件上抛出 {raised['class']}：{raised['message']}"))
+    except DriverGone as error:
+        recording.problem = _timing_problem(error, f"append (event {len(recording.appended) + 1})")
+        driver.stop()
+    driver.send({"op": "exit"})
+    driver.finish()
+    _build_recording(recording, driver, runner, host)
+    return recording
+
+
+def _build_recording(recording: Recording, driver, runner: Runner, host: Path) -> None:
+    items, pid = _stream(driver, runner)
+    tracker = Tracker(recording.path, driver=pid)
+    acks = iter(range(1, len(recording.appended) + 1))
+
+    def on_answer(message: dict) -> None:
+        if message.get("op") == "append":
+            number = next(acks, None)
+            recording.writes.append(tracker.mark())
+            if number is not None and "returned" in message:
+                tracker.acknowledge([number])
+
+    _feed(tracker, items, on_answer)
+    recording.changes = tracker.changes
+    recording.kill_points = _numbered(tracker.kill_points)
+    recording.calls = sum(1 for kind, item in items if kind == "call" and _on(item, recording.path))
+    recording.final = read_file(host)
+    if recording.problem is None:
+        recording.problem = _check_written(tracker, recording.final, runner) or _links_problem(host)
+
+
+def _on(call: Call, path: str) -> bool:
+    return path in (call.path, call.target, call.result_path) or call.path == os.path.dirname(path)
+
+
+def _numbered(names: list) -> list:
+    counts, numbered = {}, []
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+        numbered.append((name, counts[name]))
+    return numbered
+
+
+def _links_problem(host: Path) -> Problem | None:
+    try:
+        info = os.lstat(host)
+    except FileNotFoundError:
+        return None
+    if not os.path.isfile(host) or os.path.islink(host) or info.st_nlink != 1:
+        return Problem.refused(Refusal("link", f"{host.name}: {info.st_nlink} names, or not a regular file"))
+    return None
+
+
+@dataclass
+class KillRun:
+    """One held kill: where it was held, whether it landed there, and what the file held afterwards."""
+
+    name: str
+    number: int
+    acknowledged: int = 0
+    content: bytes | None = None
+    landed: bool = False
+    problem: Problem | None = None
+
+
+def _held(runner: Runner, workspace, label: str, content: bytes | None, point: tuple, commands) -> KillRun:
+    """Send commands (each a function of the transcript's path) one at a time, each after the previous was
+    answered, with a SIGKILL held before the point's call on the transcript; read the file afterwards."""
+    name, number = point
+    host = workspace.fresh(label) / TRANSCRIPT_NAME
+    write_file(host, content)
+    path = workspace.inside(host)
+    run = KillRun(name, number)
+    try:
+        driver = runner.start(kill=(path, name, number))
+        for command in commands:
+            driver.send(command(path))
+            answer = driver.receive()
+            if answer is None:
+                break
+            if answer.get("op") == "append" and "returned" in answer:
+                run.acknowledged += 1
+        driver.send({"op": "exit"})
+        status = driver.finish()
+    except DriverGone as error:
+        run.problem = _timing_problem(error, "a run under a held kill")
+        return run
+    run.content = read_file(host)
+    run.landed = _kill_landed(driver, runner, status, name)
+    return run
+
+
+def held_kill(runner: Runner, workspace, events: list, point: tuple, label: str) -> KillRun:
+    """Run the session again, killing the driver as it enters the point's call (a SIGKILL held by strace)."""
+    appends = [lambda path, event=event: {"op": "append", "path": path, "event": event} for event in events]
+    run = _held(runner, workspace, label, None, point, appends)
+    name, number = point
+    if run.problem is None and not run.landed:
+        run.problem = Problem("replay", both(
+            f"a kill held before {name} number {number} on the transcript never came: the answer did not repeat its "
+            "own calls on a second run with the same events, so the grader cannot replay it",
+            f"在记录文件上第 {number} 次 {name} 之前的终止始终没有发生：同样的事件第二次运行时答案没有重复"
+            "自己的调用，评分程序无法重放它"))
+    return run
+
+
+def _kill_landed(driver, runner: Runner, status: int, name: str) -> bool:
+    """True when the driver died of the held SIGKILL, inside the call it was held before."""
+    if not runner.recorded:
+        return status == -9
+    # strace logs the call the kill stopped as "= ?" (the kill came as the call was entered)
+    return any(call.killed and call.name == name for call in parse_log(driver.log_lines()).calls)
+
+
+@dataclass
+class Observed:
+    """What one state's steps gave: the outcomes the driver sent, the files the grader read after,
+    the changes its repair made (recover on the state, as recorded), and whether it was refused."""
+
+    outcomes: dict = field(default_factory=dict)  # step ("a", "b", "c") -> the driver's answer
+    after_a: bytes | None = None
+    after_b: bytes | None = None
+    repair: list = field(default_factory=list)  # the model's changes recover made on file a
+    repair_points: list = field(default_factory=list)  # (system call, number) of recover's changes on file a
+    problem: Problem | None = None
+
+
+def judge_batch(runner: Runner, workspace, label: str, items: list, event: dict, reference_read) -> tuple:
+    """Judge states in one driver process: items are (content, steps) pairs, steps "a" or "abc".
+
+    Returns (the reference reader's reading of each state, what each state gave (Observed), and a
+    Problem when the batch could not finish, else None).
+    """
+    root = workspace.fresh(label)
+    entries, readings, wrote = [], [], []
+    for index, (content, steps) in enumerate(items):
+        folder = make_dir(root / str(index))
+        for side in ("a", "b") if "b" in steps else ("a",):
+            make_dir(folder / side)
+            write_file(folder / side / TRANSCRIPT_NAME, content)
+            wrote.append(folder / side / TRANSCRIPT_NAME)
+        readings.append(reference_read(folder / "a" / TRANSCRIPT_NAME))
+        entries.append([workspace.inside(folder), steps])
+    observed = [Observed() for _ in items]
+    driver, problem = _run_batch(runner, entries, event, observed)
+    for index, (content, steps) in enumerate(items):
+        observed[index].after_a = read_file(root / str(index) / "a" / TRANSCRIPT_NAME)
+        if "b" in steps:
+            observed[index].after_b = read_file(root / str(index) / "b" / TRANSCRIPT_NAME)
+    if problem is None:
+        _trace_batch(driver, runner, observed, entries, items)
+    discard(wrote, [root / str(index) / side for index in range(len(items)) for side in ("a", "b")]
+            + [root / str(index) for index in range(len(items))] + [root])
+    return readings, observed, problem
+
+
+def _run_batch(runner: Runner, entries: list, event: dict, observed: list) -> tuple:
+    try:
+        driver = runner.start()
+    except DriverGone as error:
+        return None, Problem("ended", both(f"the driver did not start: {error}", f"驱动程序没有启动：{error}"))
+    problem = _load_problem(driver)
+    if problem is not None:
+        driver.finish()
+        return driver, problem
+    driver.send({"op": "batch", "items": entries, "event": event, "name": TRANSCRIPT_NAME})
+    try:
+        while True:
+            answer = driver.receive()
+            if answer is None:
+                problem = Problem("ended", both("the driver's process ended while it judged a batch of states",
+                                                "驱动进程在评判一批状态时结束了"))
+                break
+            if "batch_done" in answer:
+                break
+            if "i" in answer:
+                observed[answer["i"]].outcomes[answer["step"]] = answer
+    except DriverGone as error:
+        problem = _timing_problem(error, "a call on a crash state")
+        driver.stop()
+    driver.send({"op": "exit"})
+    driver.finish()
+    return driver, problem
+
+
+def _trace_batch(driver, runner: Runner, observed: list, entries: list, items: list) -> None:
+    """Split the batch's record by state and step; rebuild each recover's changes on its file a."""
+    stream, pid = _stream(driver, runner)
+    current, segments = [], {}
+    for kind, item in stream:
+        if kind == "call":
+            current.append(item)
+        elif "i" in item:
+            segments[(item["i"], item["step"])] = current
+            current = []
+    for index, (folder, steps) in enumerate(entries):
+        content = items[index][0]
+        transcript = os.path.join(folder, "a", TRANSCRIPT_NAME)
+        tracker = Tracker(transcript, exists=content is not None, initial=content or b"", driver=pid)
+        _feed(tracker, [("call", call) for call in segments.get((index, "a"), [])], lambda message: None)
+        stray = [call for step in steps for call in segments.get((index, step), [])
+                 if _writes_elsewhere(call, folder)]
+        state = observed[index]
+        state.repair = tracker.changes
+        state.repair_points = _numbered(tracker.kill_points)
+        if stray:
+            state.problem = Problem.refused(Refusal("unseen-bytes", f"a call on another state's file: {stray[0].raw}"))
+        else:
+            state.problem = _check_written(tracker, state.after_a, runner)
+
+
+def _writes_elsewhere(call: Call, folder: str) -> bool:
+    """True for a change the answer made to a file under the batch's folder but outside this state's."""
+    changing = call.name in KILLABLE or call.name.startswith(("rename", "link", "unlink", "symlink"))
+    root = os.path.dirname(folder)
+    paths = [path for path in (call.path, call.target) if path]
+    return changing and not call.failed and any(
+        path.startswith(root + os.sep) and not path.startswith(folder + os.sep) for path in paths)
+
+
+def killed_recover(runner: Runner, workspace, label: str, content: bytes | None, point: tuple) -> KillRun:
+    """Kill recover as it enters one of its own calls (its truncate, write or fsync) on a state's file."""
+    run = _held(runner, workspace, label, content, point, [lambda path: {"op": "recover", "path": path}])
+    name, number = point
+    if run.problem is None and not run.landed:
+        run.problem = Problem("replay", both(
+            f"a kill held before recover's {name} number {number} never came: recover did not repeat its own calls",
+            f"在 recover 第 {number} 次 {name} 之前的终止始终没有发生：recover 没有重复自己的调用"))
+    return run
