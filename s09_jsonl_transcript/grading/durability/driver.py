@@ -10,9 +10,9 @@ input, and answers each with JSON lines on the descriptor it names in its first 
 
   {"op": "append", "path": P, "event": E}     append(P, E); the answer line is the acknowledgement
   {"op": "recover", "path": P}                recover(P)
-  {"op": "batch", "items": [[FOLDER, STEPS], ...], "event": E, "name": NAME}
-      for each item, in order: "a": recover(FOLDER/a/NAME); "b": recover(FOLDER/b/NAME);
-      "c": append(FOLDER/b/NAME, E); one answer line after each step
+  {"op": "batch", "items": [[A, B, STEPS], ...], "event": E}
+      for each item, in order, each step of STEPS: "a": recover(A); "b": recover(B); "c": append(B, E);
+      one answer line after each step
   {"op": "exit"}
 
 The grader sends an event only after the previous one was acknowledged. Every answer line is one
@@ -209,14 +209,13 @@ FD_CALLS = ("write", "writev", "pwrite", "fsync", "fdatasync", "ftruncate", "clo
 
 def run_batch(channel: Channel, command: dict, functions: dict, contract_error) -> None:
     """Judge a batch of states: each step's outcome goes out as soon as it is known."""
-    name, event = command["name"], command.get("event")
-    for index, (folder, steps) in enumerate(command["items"]):
+    event = command.get("event")
+    for index, (first, second, steps) in enumerate(command["items"]):
         for step in steps:
-            path = os.path.join(folder, "a" if step == "a" else "b", name)
             if step == "c":
-                outcome = outcome_of(functions["append"], (path, dict(event)), contract_error)
+                outcome = outcome_of(functions["append"], (second, dict(event)), contract_error)
             else:
-                outcome = outcome_of(functions["recover"], (path,), contract_error)
+                outcome = outcome_of(functions["recover"], (first if step == "a" else second,), contract_error)
             channel.send({"i": index, "step": step, **outcome})
     channel.send({"batch_done": len(command["items"])})
 

@@ -42,7 +42,16 @@ from .damage import damaged_files
 from .judge import PROPERTIES, Expected, Judge
 from .kit import reference_read
 from .runs import Runner, check_recorder
-from .sessions import Problem, held_kill, judge_batch, killed_recover, record_session
+from .sessions import (
+    Batch,
+    Problem,
+    finish_batch,
+    held_kill,
+    killed_recover,
+    prepare_batch,
+    record_session,
+    start_batch,
+)
 from .states import (
     HELD_KILL,
     REPAIR,
@@ -275,32 +284,47 @@ class Campaign:
     # ----------------------------------------------------------------------------- judging
 
     def _judge_states(self, states: list, stage: str, count: bool = True) -> None:
+        """Judge states not judged before, in batches: while one batch's driver runs, the next is
+        written and the previous one's record read (the machine's two cores work at once)."""
         fresh = []
         for state in states:
             fingerprint = _fingerprint(state)
             if fingerprint not in self.seen:
                 self.seen.add(fingerprint)
                 fresh.append(state)
-        if count:
-            campaign = fresh[0].campaign if fresh else None
-            if campaign is not None:
-                self.verdict.counts[campaign] = self.verdict.counts.get(campaign, 0) + len(fresh)
-        for start in range(0, len(fresh), self.size.batch_size):
-            chunk = fresh[start:start + self.size.batch_size]
-            self.batches += 1
-            items = [(state.content, "abc" if state.continues else "a") for state in chunk]
-            readings, observed, problem = judge_batch(
-                self.runner, self.workspace, f"batch-{self.batches}", items, self.continuation,
-                lambda path: reference_read(path, SESSION_ID))
-            if problem is not None:
-                self._stop(problem)
-            for state, reading, seen in zip(chunk, readings, observed):
-                if seen.problem is not None:
-                    self._stop(Problem(seen.problem.kind, f"{seen.problem.reason} [{state.id}]", seen.problem.row))
-                kept_its_promises = self.judge.state(state, reading, seen)
-                if kept_its_promises and reading.torn and seen.repair and state.campaign not in (REPAIR, REPAIR_KILL):
-                    self.torn.append((state, seen))  # a repair worth crashing: it starts from a sound state
-            self.progress(stage, min(start + len(chunk), len(fresh)), len(fresh))
+        if count and fresh:
+            campaign = fresh[0].campaign
+            self.verdict.counts[campaign] = self.verdict.counts.get(campaign, 0) + len(fresh)
+        chunks = [fresh[start:start + self.size.batch_size] for start in range(0, len(fresh), self.size.batch_size)]
+        running, done = None, 0
+        for chunk in chunks:
+            batch = self._prepared(chunk)
+            start_batch(self.runner, batch, self.continuation)
+            if running is not None:
+                done += self._judged(*running)
+                self.progress(stage, done, len(fresh))
+            running = (batch, chunk)
+        if running is not None:
+            done += self._judged(*running)
+            self.progress(stage, done, len(fresh))
+
+    def _prepared(self, chunk: list) -> Batch:
+        self.batches += 1
+        items = [(state.content, "abc" if state.continues else "a") for state in chunk]
+        return prepare_batch(self.workspace, f"batch-{self.batches}", items,
+                             lambda path: reference_read(path, SESSION_ID))
+
+    def _judged(self, batch: Batch, chunk: list) -> int:
+        finish_batch(self.runner, batch)
+        if batch.problem is not None:
+            self._stop(batch.problem)
+        for state, reading, seen in zip(chunk, batch.readings, batch.observed):
+            if seen.problem is not None:
+                self._stop(Problem(seen.problem.kind, f"{seen.problem.reason} [{state.id}]", seen.problem.row))
+            kept_its_promises = self.judge.state(state, reading, seen)
+            if kept_its_promises and reading.torn and seen.repair and state.campaign not in (REPAIR, REPAIR_KILL):
+                self.torn.append((state, seen))  # a repair worth crashing: it starts from a sound state
+        return len(chunk)
 
 
 def grade(answer_source: str, *, seed: int | None = None, size: CampaignSize = FULL, sandboxed: bool = True,

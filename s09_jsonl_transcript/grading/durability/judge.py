@@ -107,8 +107,13 @@ def returned_words(outcome: dict | None) -> tuple:
             f"返回了 {len(sequences)} 条记录（序号 {shown or '无'}）")
 
 
-def _line_ends(content: bytes) -> list:
-    return [index + 1 for index, byte in enumerate(content) if byte == 0x0A]
+def _line_ends(content: bytes, count: int | None = None) -> list:
+    """Where each line ends (one past its newline), the first count lines only if count is given."""
+    ends, end = [], content.find(b"\n")
+    while end >= 0 and (count is None or len(ends) < count):
+        ends.append(end + 1)
+        end = content.find(b"\n", end + 1)
+    return ends
 
 
 def _expected_after(content: bytes | None, reading, kept: int) -> bytes | None:
@@ -117,8 +122,7 @@ def _expected_after(content: bytes | None, reading, kept: int) -> bytes | None:
         return None
     if reading.unterminated and kept == len(reading.records):
         return content + b"\n"
-    ends = _line_ends(content)
-    return content[:ends[kept - 1]] if kept else b""
+    return content[:_line_ends(content, kept)[-1]] if kept else b""
 
 
 class Judge:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-import select
+import queue
 import shutil
 import subprocess
 import sys
-import time
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +38,8 @@ SANDBOX_FILES = "/tmp/grading"  # where the driver and the two cells are, in the
 STRING_LIMIT = 1 << 20  # bytes of a string the recorder prints; a longer write is refused
 STEP_SECONDS = 20.0  # the longest one call of the answer may take (a batch: each of its steps)
 START_SECONDS = 30.0  # Python, the given cell and the answer cell, loaded
-KILLED = -9
+LINE_BYTES = 1 << 20  # the longest answer line read; a longer one is cut
+ANSWER_BYTES = 1 << 28  # all the answer lines of one driver; past that it is stopped
 
 
 class RecorderUnavailable(RuntimeError):
@@ -160,16 +161,46 @@ class DriverGone(RuntimeError):
 
 
 class Driver:
-    """One running driver: send it commands, read its answer lines, then let it (or make it) end."""
+    """One running driver: send it commands, read its answer lines, then let it (or make it) end.
+
+    A thread reads the driver's answers as they come (so a batch never waits on a full pipe while
+    the grader prepares the next one); receive takes them in order, with a time limit.
+    """
 
     def __init__(self, process: subprocess.Popen, log: Path | None, stderr: Path):
         self.process, self.log, self.stderr = process, log, stderr
-        self.buffer = b""
         self.answers = []  # every answer line read, in order
+        self._queue = queue.Queue()
+        self._reader = threading.Thread(target=self._read_answers, daemon=True)
+        self._reader.start()
         self.ready = self.receive(START_SECONDS)
         if self.ready is None or not self.ready.get("ready"):
             raise DriverGone(f"the driver did not start: {self.last_words()}")
         self.loaded = self.receive(START_SECONDS)
+
+    def _read_answers(self) -> None:
+        stream, total = self.process.stdout, 0
+        while total < ANSWER_BYTES:
+            line = stream.readline(LINE_BYTES)
+            if not line:
+                break
+            total += len(line)
+            while not line.endswith(b"\n"):  # longer than any answer the driver writes: skip the rest of it
+                rest = stream.readline(LINE_BYTES)
+                if not rest:
+                    break
+                total += len(rest)
+                line = line[:200] + rest[-1:]
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = {"unreadable": line[:200].decode(errors="replace")}
+            self.answers.append(message)
+            if "call" not in message:  # the local check's calls are kept in answers only
+                self._queue.put(message)
+        if total >= ANSWER_BYTES:
+            self.stop()  # something floods the channel: the driver's writes are bounded
+        self._queue.put(None)
 
     def send(self, command: dict) -> None:
         """Send one command line (a driver that has ended is found out at the next receive)."""
@@ -180,33 +211,13 @@ class Driver:
             pass
 
     def receive(self, seconds: float = STEP_SECONDS) -> dict | None:
-        """The next answer line as JSON (a call the local check's driver reports is kept in answers, not
-        returned); None when the driver ended; DriverGone when it takes longer than seconds."""
-        deadline = time.monotonic() + seconds
-        while True:
-            message = self._line(deadline)
-            if message is None or "call" not in message:
-                return message
-
-    def _line(self, deadline: float) -> dict | None:
-        stream = self.process.stdout.fileno()
-        while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DriverGone("a call of the answer did not return in time", timed_out=True)
-            ready, _, _ = select.select([stream], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(stream, 1 << 16)
-            if not chunk:
-                return None
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
+        """The next answer line as JSON; None when the driver ended; DriverGone when none came within seconds."""
         try:
-            message = json.loads(line)
-        except ValueError:
-            message = {"unreadable": line[:200].decode(errors="replace")}
-        self.answers.append(message)
+            message = self._queue.get(timeout=seconds)
+        except queue.Empty:
+            raise DriverGone("a call of the answer did not return in time", timed_out=True) from None
+        if message is None:
+            self._queue.put(None)  # every later receive sees the end too
         return message
 
     def finish(self, seconds: float = 30.0) -> int:
@@ -216,10 +227,12 @@ class Driver:
         except OSError:
             pass
         try:
-            return self.process.wait(timeout=seconds)
+            status = self.process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             self.stop()
-            return self.process.wait()
+            status = self.process.wait()
+        self._reader.join(timeout=5)  # a child the answer left (outside a sandbox) may hold the pipe open
+        return status
 
     def stop(self) -> None:
         """Kill the driver's whole session (the recorder, the sandbox and what the answer started)."""

@@ -16,7 +16,7 @@ from .calls import KILLABLE, Refusal, Tracker
 from .contract import TRANSCRIPT_NAME
 from .runs import DriverGone, Runner
 from .trace import Call, call_from_json, parse_log
-from .workspace import discard, make_dir, read_file, write_file
+from .workspace import discard, new_dir, read_file, write_file
 
 
 @dataclass(frozen=True)
@@ -285,65 +285,99 @@ class Observed:
     problem: Problem | None = None
 
 
-def judge_batch(runner: Runner, workspace, label: str, items: list, event: dict, reference_read) -> tuple:
-    """Judge states in one driver process: items are (content, steps) pairs, steps "a" or "abc".
+@dataclass
+class Batch:
+    """States judged by one driver process: prepared (files written, the reference's readings), then
+    run, then observed. The engine prepares the next batch while the driver judges this one."""
 
-    Returns (the reference reader's reading of each state, what each state gave (Observed), and a
-    Problem when the batch could not finish, else None).
-    """
+    label: str
+    items: list  # (content, steps): steps "a" (recover only) or "abc" (recover twice, then append)
+    readings: list = field(default_factory=list)
+    observed: list = field(default_factory=list)
+    problem: Problem | None = None
+    paths: list = field(default_factory=list)  # per state: (file a, file b or None) on the host
+    entries: list = field(default_factory=list)  # per state: [a, b, steps] as the driver sees them
+    folders: list = field(default_factory=list)
+    driver: object = None
+
+
+def prepare_batch(workspace, label: str, items: list, reference_read) -> Batch:
+    """Write each state's files (a: for recover; b: for recover, then one more append) and read each
+    with the reference reader, before the answer touches it."""
+    batch = Batch(label, items)
     root = workspace.fresh(label)
-    entries, readings, wrote = [], [], []
+    inside = workspace.inside(root)
+    batch.folders.append(str(root))
     for index, (content, steps) in enumerate(items):
-        folder = make_dir(root / str(index))
-        for side in ("a", "b") if "b" in steps else ("a",):
-            make_dir(folder / side)
-            write_file(folder / side / TRANSCRIPT_NAME, content)
-            wrote.append(folder / side / TRANSCRIPT_NAME)
-        readings.append(reference_read(folder / "a" / TRANSCRIPT_NAME))
-        entries.append([workspace.inside(folder), steps])
-    observed = [Observed() for _ in items]
-    driver, problem = _run_batch(runner, entries, event, observed)
-    for index, (content, steps) in enumerate(items):
-        observed[index].after_a = read_file(root / str(index) / "a" / TRANSCRIPT_NAME)
+        folder = os.path.join(root, str(index))
+        new_dir(folder)
+        first = os.path.join(folder, TRANSCRIPT_NAME)
+        write_file(first, content)
+        second = None
         if "b" in steps:
-            observed[index].after_b = read_file(root / str(index) / "b" / TRANSCRIPT_NAME)
-    if problem is None:
-        _trace_batch(driver, runner, observed, entries, items)
-    discard(wrote, [root / str(index) / side for index in range(len(items)) for side in ("a", "b")]
-            + [root / str(index) for index in range(len(items))] + [root])
-    return readings, observed, problem
+            new_dir(os.path.join(folder, "b"))
+            second = os.path.join(folder, "b", TRANSCRIPT_NAME)
+            write_file(second, content)
+            batch.folders.append(os.path.join(folder, "b"))
+        batch.folders.append(folder)
+        batch.paths.append((first, second))
+        batch.readings.append(reference_read(first))
+        batch.entries.append([f"{inside}/{index}/{TRANSCRIPT_NAME}",
+                              f"{inside}/{index}/b/{TRANSCRIPT_NAME}" if second else None, steps])
+    batch.observed = [Observed() for _ in items]
+    return batch
 
 
-def _run_batch(runner: Runner, entries: list, event: dict, observed: list) -> tuple:
+def start_batch(runner: Runner, batch: Batch, event: dict) -> None:
+    """Start the batch's driver and hand it every state (it answers as it goes)."""
     try:
-        driver = runner.start()
+        batch.driver = runner.start()
     except DriverGone as error:
-        return None, Problem("ended", both(f"the driver did not start: {error}", f"驱动程序没有启动：{error}"))
-    problem = _load_problem(driver)
-    if problem is not None:
+        batch.problem = Problem("ended", both(f"the driver did not start: {error}", f"驱动程序没有启动：{error}"))
+        return
+    batch.problem = _load_problem(batch.driver)
+    if batch.problem is None:
+        batch.driver.send({"op": "batch", "items": batch.entries, "event": event})
+
+
+def finish_batch(runner: Runner, batch: Batch) -> None:
+    """Collect the batch's outcomes, read every file it left, split its record by state, clean up."""
+    driver = batch.driver
+    if driver is not None and batch.problem is None:
+        try:
+            while True:
+                answer = driver.receive()
+                if answer is None:
+                    ended = "the driver's process ended while it judged a batch of states"
+                    batch.problem = Problem("ended", both(ended, "驱动进程在评判一批状态时结束了"))
+                    break
+                if "batch_done" in answer:
+                    break
+                if "i" in answer and isinstance(answer["i"], int) and 0 <= answer["i"] < len(batch.items):
+                    batch.observed[answer["i"]].outcomes[answer.get("step")] = answer
+        except DriverGone as error:
+            batch.problem = _timing_problem(error, "a call on a crash state")
+            driver.stop()
+    if driver is not None:
+        driver.send({"op": "exit"})
         driver.finish()
-        return driver, problem
-    driver.send({"op": "batch", "items": entries, "event": event, "name": TRANSCRIPT_NAME})
-    try:
-        while True:
-            answer = driver.receive()
-            if answer is None:
-                problem = Problem("ended", both("the driver's process ended while it judged a batch of states",
-                                                "驱动进程在评判一批状态时结束了"))
-                break
-            if "batch_done" in answer:
-                break
-            if "i" in answer:
-                observed[answer["i"]].outcomes[answer["step"]] = answer
-    except DriverGone as error:
-        problem = _timing_problem(error, "a call on a crash state")
-        driver.stop()
-    driver.send({"op": "exit"})
-    driver.finish()
-    return driver, problem
+    for state, (first, second) in zip(batch.observed, batch.paths):
+        state.after_a = read_file(first)
+        state.after_b = read_file(second) if second else None
+    if batch.problem is None:
+        _trace_batch(driver, runner, batch)
+    discard([path for pair in batch.paths for path in pair if path], reversed(batch.folders))
 
 
-def _trace_batch(driver, runner: Runner, observed: list, entries: list, items: list) -> None:
+def judge_batch(runner: Runner, workspace, label: str, items: list, event: dict, reference_read) -> Batch:
+    """Prepare, run and observe one batch (see Batch)."""
+    batch = prepare_batch(workspace, label, items, reference_read)
+    start_batch(runner, batch, event)
+    finish_batch(runner, batch)
+    return batch
+
+
+def _trace_batch(driver, runner: Runner, batch: Batch) -> None:
     """Split the batch's record by state and step; rebuild each recover's changes on its file a."""
     stream, pid = _stream(driver, runner)
     current, segments = [], {}
@@ -351,16 +385,16 @@ def _trace_batch(driver, runner: Runner, observed: list, entries: list, items: l
         if kind == "call":
             current.append(item)
         elif "i" in item:
-            segments[(item["i"], item["step"])] = current
+            segments[(item["i"], item.get("step"))] = current
             current = []
-    for index, (folder, steps) in enumerate(entries):
-        content = items[index][0]
-        transcript = os.path.join(folder, "a", TRANSCRIPT_NAME)
-        tracker = Tracker(transcript, exists=content is not None, initial=content or b"", driver=pid)
+    for index, (first, second, steps) in enumerate(batch.entries):
+        content = batch.items[index][0]
+        tracker = Tracker(first, exists=content is not None, initial=content or b"", driver=pid)
         _feed(tracker, [("call", call) for call in segments.get((index, "a"), [])], lambda message: None)
+        folder = os.path.dirname(first)
         stray = [call for step in steps for call in segments.get((index, step), [])
                  if _writes_elsewhere(call, folder)]
-        state = observed[index]
+        state = batch.observed[index]
         state.repair = tracker.changes
         state.repair_points = _numbered(tracker.kill_points)
         if stray:

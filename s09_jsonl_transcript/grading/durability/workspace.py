@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -43,12 +44,14 @@ def make_dir(path: Path) -> Path:
     return path
 
 
-def write_file(path: Path, content: bytes | None) -> None:
-    """Put content at path as a new file anyone may write (None: no file there)."""
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+def new_dir(path) -> None:
+    """A new folder anyone may write in (its parent exists)."""
+    os.mkdir(path)
+    os.chmod(path, 0o777)
+
+
+def write_file(path, content: bytes | None) -> None:
+    """Put content at path (where no file is yet) as a file anyone may write; None: no file there."""
     if content is None:
         return
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -61,14 +64,21 @@ def write_file(path: Path, content: bytes | None) -> None:
         os.close(fd)
 
 
-def read_file(path: Path) -> bytes | None:
-    """The bytes at path, or None when there is no file (or something other than a file) there."""
+def read_file(path) -> bytes | None:
+    """The bytes at path, or None when there is no regular file there (nothing, a link, a folder ...)."""
     try:
-        if not path.is_file() or path.is_symlink():
-            return None
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class Workspace:
