@@ -111,7 +111,7 @@ ROWS = (
         both("a descriptor opened outside any name the recorder follows", "在记录器跟踪的名字之外打开的描述符")),
     Row("unseen-descriptor", "a call on a descriptor the recorder did not see opened", REFUSED,
         both("its flags (O_APPEND, O_SYNC) are unknown", "它的标志（O_APPEND、O_SYNC）未知")),
-    Row("too-long", "a write longer than the recorder prints (1 MiB)", REFUSED,
+    Row("too-long", "a write longer than the recorder prints (1 MiB), or whose bytes it could not read", REFUSED,
         both("its bytes are unknown", "它的字节未知")),
     Row("unseen-bytes", "the file afterwards holds bytes the recorded calls do not build", REFUSED,
         both("something wrote to the file without a call the recorder follows",

@@ -27,7 +27,6 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from .. import sandbox
 from ..words import both
 from .contract import (
     GIVEN_CELL,
@@ -63,7 +62,7 @@ from .states import (
     power_loss_states,
     repair_states,
 )
-from .workspace import Workspace
+from .workspace import Workspace, sandbox_module
 
 
 @dataclass(frozen=True)
@@ -143,8 +142,8 @@ class Verdict:
         return {name for name in PROPERTIES if not self.passed(name)}
 
 
-class _Stop(Exception):
-    """A problem ended the grading (it is in the verdict)."""
+class Stopped(Exception):
+    """A problem ended the grading; it is in the verdict (Verdict.problem)."""
 
 
 def _fingerprint(state: State) -> tuple:
@@ -171,25 +170,26 @@ class Campaign:
     def run(self) -> None:
         """Every stage in turn (a problem stops them, and is in the verdict)."""
         try:
-            for stage, step in zip(STAGES, (self._record, self._power_loss, self._held_kills, self._interleavings,
+            for stage, step in zip(STAGES, (self.record, self._power_loss, self._held_kills, self._interleavings,
                                             self._damaged, self._repairs)):
                 started = time.monotonic()
                 try:
                     step()
                 finally:
                     self.verdict.stages[stage] = time.monotonic() - started
-        except _Stop:
+        except Stopped:
             pass
         if self.judge is not None:
             self.verdict.results = self.judge.results()
 
     def _stop(self, problem: Problem) -> None:
         self.verdict.problem = problem
-        raise _Stop
+        raise Stopped
 
     # ----------------------------------------------------------------------------- stages
 
-    def _record(self) -> None:
+    def record(self) -> None:
+        """The recorded session (stage "record"): its changes, its contract checked, one-write judged."""
         recording = record_session(self.runner, self.workspace, self.events)
         self.recording = recording
         self.verdict.session = {"events": len(self.events), "acknowledged": recording.acknowledged,
@@ -228,7 +228,7 @@ class Campaign:
 
     def _power_loss(self) -> None:
         states = power_loss_states(self.recording.changes, self.size, self.seed)
-        self._judge_states(states, "power loss")
+        self.judge_states(states, "power loss")
 
     def _held_kills(self) -> None:
         if not self.size.held_kills:
@@ -241,32 +241,35 @@ class Campaign:
             states.append(kill_state(run, f"kill-{point[0]}-{point[1]}"))
             self.progress("held kills", number, len(self.recording.kill_points))
         self.verdict.counts[HELD_KILL] = len(states)
-        self._judge_states(states, "held kills", count=False)
+        self.judge_states(states, "held kills", count=False)
+
+    def foreign_line(self, number: int) -> bytes:
+        """Another writer's line, as it lands between two writes of event number's append."""
+        other = {"type": "message", "role": "user", "content": f"another writer, event {number}"}
+        return self.contract.encode_line(self.contract.record(self.recording.path, number, other))
 
     def _interleavings(self) -> None:
-        path = self.recording.path
-
-        def foreign_line(number: int) -> bytes:
-            other = {"type": "message", "role": "user", "content": f"another writer, event {number}"}
-            return self.contract.encode_line(self.contract.record(path, number, other))
-
-        self._judge_states(interleavings(self.recording.changes, self.recording.writes, foreign_line),
+        self.judge_states(interleavings(self.recording.changes, self.recording.writes, self.foreign_line),
                            "interleavings")
 
+    def reference_bytes(self) -> bytes:
+        """The file the reference writes for the session's events (what the damaged files start from)."""
+        return self.contract.file_bytes(self.recording.path, self.events)
+
     def _damaged(self) -> None:
-        reference = self.contract.file_bytes(self.recording.path, self.events)
+        reference = self.reference_bytes()
         files = damaged_files(reference, self.contract.parse_record, self.recording.path,
                               count=self.size.damaged_files, seed=self.seed)
-        self._judge_states(damage_states(reference, files), "damaged files")
+        self.judge_states(damage_states(reference, files), "damaged files")
 
     def _repairs(self) -> None:
         states = []
         for parent, observed in self.torn:
             states.extend(repair_states(parent, observed.repair, self.size, self.seed))
-        self._judge_states(states, "repairs")
+        self.judge_states(states, "repairs")
         kills = self._repair_kill_states()
         self.verdict.counts[REPAIR_KILL] = len(kills)
-        self._judge_states(kills, "repair kills", count=False)
+        self.judge_states(kills, "repair kills", count=False)
 
     def _repair_kill_states(self) -> list:
         candidates = [(parent, point) for parent, observed in self.torn for point in observed.repair_points]
@@ -283,7 +286,7 @@ class Campaign:
 
     # ----------------------------------------------------------------------------- judging
 
-    def _judge_states(self, states: list, stage: str, count: bool = True) -> None:
+    def judge_states(self, states: list, stage: str, count: bool = True) -> None:
         """Judge states not judged before, in batches: while one batch's driver runs, the next is
         written and the previous one's record read (the machine's two cores work at once)."""
         fresh = []
@@ -327,26 +330,41 @@ class Campaign:
         return len(chunk)
 
 
+@contextlib.contextmanager
+def campaign(answer_source: str, *, seed: int, size: CampaignSize = FULL, sandboxed: bool = True,
+             recorded: bool = True, limits=None, progress=None):
+    """A Campaign for one answer, its workspace and sandbox set up (and taken down afterwards)."""
+    verdict = Verdict(seed, "strace" if recorded else "local", sandboxed, size)
+    with Workspace(sandboxed, mount=recorded) as workspace:
+        given, answer = workspace.logs / "given.py", workspace.logs / "answer.py"
+        given.write_text(GIVEN_CELL, encoding="utf-8")
+        answer.write_text(answer_source, encoding="utf-8")
+        if not sandboxed:
+            yield Campaign(Runner(workspace, given, answer, recorded=recorded, sandboxed=False), workspace, seed,
+                           size, verdict, progress)
+            return
+        sandbox = sandbox_module()
+        limits = limits or sandbox.Limits()
+        with sandbox.acquire_slot() as slot, sandbox.grading_groups(limits) as groups:
+            runner = Runner(workspace, given, answer, recorded=recorded, sandboxed=True, limits=limits, slot=slot,
+                            groups=groups.joined_by("student"))
+            yield Campaign(runner, workspace, seed, size, verdict, progress)
+
+
 def grade(answer_source: str, *, seed: int | None = None, size: CampaignSize = FULL, sandboxed: bool = True,
-          recorded: bool = True, limits: sandbox.Limits | None = None, progress=None) -> Verdict:
+          recorded: bool = True, limits=None, progress=None) -> Verdict:
     """Grade one capstone answer cell (its source text). See the module doc.
 
     recorded=True (the grader) records with strace and raises RecorderUnavailable at once when it
     cannot; sandboxed runs the driver in the student's sandbox (bubblewrap). recorded=False is the
-    notebook's local check: no strace, the driver records its own os calls. seed fixes the events,
-    the samples and the damaged files: the same seed gives the same ids and counts.
+    notebook's local check: no strace, the driver records its own os calls. limits is the sandbox's
+    (grading/sandbox.py's Limits; its defaults when None). seed fixes the events, the samples and
+    the damaged files: the same seed gives the same ids and counts.
     """
     if recorded:
         check_recorder(sandboxed)
     seed = secrets.randbits(32) if seed is None else seed
-    verdict = Verdict(seed, "strace" if recorded else "local", sandboxed, size)
-    limits = limits or sandbox.Limits()
-    with Workspace(sandboxed) as workspace, sandbox.acquire_slot() as slot:
-        given, answer = workspace.logs / "given.py", workspace.logs / "answer.py"
-        given.write_text(GIVEN_CELL, encoding="utf-8")
-        answer.write_text(answer_source, encoding="utf-8")
-        with sandbox.grading_groups(limits) if sandboxed else contextlib.nullcontext() as groups:
-            runner = Runner(workspace, given, answer, recorded=recorded, sandboxed=sandboxed, limits=limits,
-                            slot=slot, groups=groups.joined_by("student") if groups else ())
-            Campaign(runner, workspace, seed, size, verdict, progress).run()
-    return verdict
+    with campaign(answer_source, seed=seed, size=size, sandboxed=sandboxed, recorded=recorded, limits=limits,
+                  progress=progress) as run:
+        run.run()
+    return run.verdict

@@ -25,13 +25,12 @@ import shutil
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from .. import sandbox
 from ..words import both
 from .calls import TRACED
-from .workspace import SANDBOX_WORK
+from .workspace import SANDBOX_WORK, sandbox_module
 
 DRIVER_SOURCE = Path(__file__).with_name("driver.py")
 SANDBOX_FILES = "/tmp/grading"  # where the driver and the two cells are, in the sandbox
@@ -64,6 +63,7 @@ def recorder_problem(sandboxed: bool = True) -> tuple | None:
         return (f"strace cannot trace here, ptrace refused? ({said})",
                 f"strace 在这里无法跟踪，ptrace 被拒绝？（{said}）")
     if sandboxed:
+        sandbox = sandbox_module()
         try:
             sandbox.status(sandbox.REQUIRED)
         except sandbox.SandboxUnavailable as error:
@@ -101,7 +101,7 @@ class Runner:
     answer: Path  # the answer cell's source, as a file
     recorded: bool = True  # False: the notebook's local check (no strace; the driver wraps os)
     sandboxed: bool = True
-    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    limits: object = None  # grading/sandbox.py's Limits (its defaults when None)
     slot: int = 0
     groups: tuple = ()
     started: int = 0  # drivers started so far (each gets its own log)
@@ -128,14 +128,15 @@ class Runner:
         inner = self.driver_argv(options)
         environment = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
                        "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp",
-                       "HOME": sandbox.SANDBOX_HOME if self.sandboxed else str(self.workspace.shared)}
+                       "HOME": "/tmp/home" if self.sandboxed else str(self.workspace.shared)}
         popen_options = {"start_new_session": True}
         if self.sandboxed:
+            sandbox = sandbox_module()
             command = sandbox.build_command(
                 inner, scratch_files={f"{SANDBOX_FILES}/capstone_driver.py": str(DRIVER_SOURCE),
                                       f"{SANDBOX_FILES}/given.py": str(self.given),
                                       f"{SANDBOX_FILES}/answer.py": str(self.answer)},
-                slot=self.slot, limits=self.limits, environment=environment, cwd=SANDBOX_FILES,
+                slot=self.slot, limits=self.limits or sandbox.Limits(), environment=environment, cwd=SANDBOX_FILES,
                 groups=self.groups, package_view=str(self.workspace.empty),
                 shared_folders={SANDBOX_WORK: str(self.workspace.shared)})
             argv, popen_options = command.argv, command.popen_options
@@ -210,10 +211,11 @@ class Driver:
         except (BrokenPipeError, OSError):
             pass
 
-    def receive(self, seconds: float = STEP_SECONDS) -> dict | None:
-        """The next answer line as JSON; None when the driver ended; DriverGone when none came within seconds."""
+    def receive(self, seconds: float | None = None) -> dict | None:
+        """The next answer line as JSON; None when the driver ended; DriverGone when none came within seconds
+        (STEP_SECONDS when not given)."""
         try:
-            message = self._queue.get(timeout=seconds)
+            message = self._queue.get(timeout=STEP_SECONDS if seconds is None else seconds)
         except queue.Empty:
             raise DriverGone("a call of the answer did not return in time", timed_out=True) from None
         if message is None:

@@ -185,7 +185,9 @@ def _build_recording(recording: Recording, driver, runner: Runner, host: Path) -
     recording.kill_points = _numbered(tracker.kill_points)
     recording.calls = sum(1 for kind, item in items if kind == "call" and _on(item, recording.path))
     recording.final = read_file(host)
-    if recording.problem is None:
+    if tracker.refusal is not None:  # the clearest reason, whatever else went wrong after the refused call
+        recording.problem = Problem.refused(tracker.refusal)
+    elif recording.problem is None:
         recording.problem = _check_written(tracker, recording.final, runner) or _links_problem(host)
 
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 _LINE = re.compile(r"^(?P<pid>\d+) +(?P<name>\w+)\((?P<args>.*)\) += (?P<ret>-?\d+|0x[0-9a-f]+|\?)"
-                   r"(?:<(?P<retpath>[^>]*)>)?(?: (?P<errno>E[A-Z0-9]+))?(?: \(.*\))?$")
+                   r"(?:<(?P<retpath>.*)>)?(?: (?P<errno>E[A-Z0-9]+))?(?: \(.*\))?$")
 _UNFINISHED = re.compile(r"^(?P<pid>\d+) +(?P<head>\w+\(.*) <unfinished \.\.\.>$")
 _RESUMED = re.compile(r"^(?P<pid>\d+) +<\.\.\. (?P<name>\w+) resumed>(?P<rest>.*)$")
 # The shapes most lines have, read in one match each (the general parser takes the rest).
@@ -32,7 +32,7 @@ _FAST = {
                          r'"(?P<name>(?:\\x[0-9a-f]{2})*)", (?P<flags>0x[0-9a-f]+|\d+)(?:, 0?\d+)?' + _RETURN),
 }
 _EXIT = re.compile(r"^(?P<pid>\d+) +\+\+\+ (?P<what>.*) \+\+\+$")
-_NUMBER = re.compile(r"^(?P<value>-?\d+|0x[0-9a-f]+)(?:<(?P<path>.*)>)?$")
+_NUMBER = re.compile(r"^(?P<value>-?\d+|0x[0-9a-f]+)(?:<(?P<path>.*)>(?P<deleted>\(deleted\))?)?$")
 _STRING = re.compile(r'^"(?P<body>(?:\\x[0-9a-f]{2})*)"(?P<cut>\.\.\.)?$')
 
 
@@ -84,9 +84,14 @@ def _bytes(body: str) -> bytes:
     return bytes.fromhex(body.replace("\\x", ""))
 
 
+_ESCAPED = re.compile(r"((?:\\x[0-9a-f]{2})*)")
+
+
 def _text(body: str) -> str:
-    """A path as the log spells it (\\xHH escapes, or plain text such as pipe:[12]) as text."""
-    return os.fsdecode(_bytes(body)) if body.startswith("\\x") else body
+    """A path as the log spells it as text: its \\xHH escapes decoded, and what follows them (-yy's note
+    on a device, "<char 1:3>") dropped; or a name that is not a path, such as pipe:[12], as it is."""
+    escaped = _ESCAPED.match(body).group(1)
+    return os.fsdecode(_bytes(escaped)) if escaped else body
 
 
 _SPECIAL = re.compile(r'["\[\]{}<>,]')
@@ -131,8 +136,10 @@ def parse_arg(text: str) -> Arg:
     number = _NUMBER.match(text)
     if number:
         value = number["value"]
-        return Arg(text, int(value, 16) if value.startswith("0x") else int(value),
-                   _text(number["path"]) if number["path"] is not None else None)
+        path = _text(number["path"]) if number["path"] is not None else None
+        if path is not None and number["deleted"]:
+            path += " (deleted)"  # the file has no name any more: it is no longer the transcript
+        return Arg(text, int(value, 16) if value.startswith("0x") else int(value), path)
     string = _STRING.match(text)
     if string:
         return Arg(text, data=_bytes(string["body"]), cut=bool(string["cut"]))
@@ -184,7 +191,7 @@ def _decode(call: Call, name: str, args: list[Arg], cwd: str | None) -> None:
     elif name in ("write", "pwrite64", "writev", "pwritev", "pwritev2"):
         call.fd, call.path = arg(0).value, arg(0).path
         if name in ("write", "pwrite64"):
-            call.data, call.truncated = arg(1).data, arg(1).cut
+            call.data, call.truncated = arg(1).data, arg(1).cut or arg(1).data is None  # bytes unknown
         else:
             pieces = [item.get("iov_base") for item in arg(1).items]
             call.data = b"".join(piece.data or b"" for piece in pieces if piece is not None)
@@ -301,7 +308,10 @@ def parse_log(lines) -> Log:
         if ending:
             log.endings[int(ending["pid"])] = ending["what"]
             continue
-        call = parse_line(line, cwds)
+        try:
+            call = parse_line(line, cwds)
+        except (ValueError, IndexError):  # a shape this reader does not know: kept, so it can be refused
+            call = None
         if call is None:
             log.unparsed.append(line)
         else:

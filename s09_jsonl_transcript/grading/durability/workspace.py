@@ -7,7 +7,8 @@
            of its own too: an answer that fills the shared folder cannot starve the recorder.
 
 As root, each is a size-limited tmpfs mounted for this grading (grading/sandbox.py's mount_quota);
-elsewhere, folders under /dev/shm when it is writable, else under the system's temporary folder.
+elsewhere (and for the notebook's local check), folders under /dev/shm when it is writable, else under
+the system's temporary folder.
 Everything the sandbox must write is made writable by anyone (the sandbox runs as a user of its
 own), and everything goes when the workspace closes, however deep: the grader never walks a tree
 the answer may have built while the grading runs (it removes only the files it wrote, and folders
@@ -22,12 +23,19 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .. import sandbox
 from ..exchange import remove_quietly
 
 SANDBOX_WORK = "/tmp/work"  # the shared folder, as the driver sees it in the sandbox
 SHARED_BYTES = 384 << 20
 LOG_BYTES = 256 << 20
+
+
+def sandbox_module():
+    """grading/sandbox.py, loaded only when a sandbox or a mount is wanted: it needs psutil, which the
+    machine a student runs the local check on may not have."""
+    from .. import sandbox
+
+    return sandbox
 
 
 def _scratch_parent() -> str | None:
@@ -84,8 +92,8 @@ def read_file(path) -> bytes | None:
 class Workspace:
     """A grading's shared and log folders (see the module doc); use it as a context manager."""
 
-    def __init__(self, sandboxed: bool):
-        self.sandboxed = sandboxed
+    def __init__(self, sandboxed: bool, mount: bool = True):
+        self.sandboxed, self.mount = sandboxed, mount
         self.root = Path(tempfile.mkdtemp(prefix="s09-capstone-", dir=_scratch_parent()))
         self.mounted = []
         self.shared = self._folder("shared", SHARED_BYTES)
@@ -94,8 +102,8 @@ class Workspace:
 
     def _folder(self, name: str, size: int) -> Path:
         folder = make_dir(self.root / name)
-        if sandbox.quota_problem() is None:
-            sandbox.mount_quota(folder, size)
+        if self.mount and os.geteuid() == 0 and sandbox_module().quota_problem() is None:
+            sandbox_module().mount_quota(folder, size)
             self.mounted.append(folder)
         return folder
 
@@ -115,7 +123,7 @@ class Workspace:
     def close(self) -> None:
         """Unmount and remove everything."""
         for folder in self.mounted:
-            sandbox.unmount(folder)
+            sandbox_module().unmount(folder)
         self.mounted = []
         remove_quietly(self.root)
 
