@@ -2,9 +2,12 @@
 what it deserves, scored against the submission. Another name for the same file (/proc/self/fd) and
 lines shaped like the recorder's log are no attack at all: they score as the reference does."""
 
+from pathlib import Path
+
 import pytest
 from capstone_answers import TINY, attack, require_recorder
 
+import s09_jsonl_transcript
 from s09_jsonl_transcript.grading.durability import runs
 from s09_jsonl_transcript.grading.durability.engine import PROPERTIES, grade
 
@@ -63,3 +66,17 @@ def test_a_withheld_acknowledgement_is_stopped_at_its_time_limit(monkeypatch):
 def test_killing_or_cutting_off_the_driver_ends_the_grading_against_the_submission(name):
     verdict, problem = _graded(name)
     assert problem.kind == "ended" and verdict.lost() == EVERYTHING
+
+
+def test_the_kit_is_not_in_the_answers_view():
+    verdict, problem = _graded("imports_the_kit")
+    assert problem.kind == "load" and "ModuleNotFoundError" in problem.reason
+    assert "s09_jsonl_transcript" in problem.reason
+
+
+@pytest.mark.slow
+def test_neither_the_kit_nor_the_graders_folders_can_be_found_from_the_sandbox():
+    package = Path(s09_jsonl_transcript.__file__).resolve().parent
+    assert (package / "code.py").exists() and list(package.glob("grading/durability/*.py"))
+    verdict = grade(attack("looks_for_the_kit").replace("{package}", str(package)), seed=41, size=TINY)
+    assert verdict.problem is None and verdict.lost() == set()

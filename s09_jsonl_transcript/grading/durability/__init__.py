@@ -16,7 +16,7 @@ Modules, in the order a grading meets them:
   sessions   the recorded session, held kills, batches of states, observed
   states     the crash states a grading judges, each with a stable id that replays it
   damage     damaged files written by the reference
-  judge      the five properties and how each state is judged (its module doc says on which states)
+  judge      the properties and how each state is judged (its module doc says on which states)
   bytemap    a finding's byte map, as text
   engine     one grading: the stages, their timing, the Verdict
   local      the notebook's local crash check (no strace: the driver wraps os)

@@ -53,8 +53,10 @@ def render(state_id: str, runs: list, size: int, acknowledged: int, returned: st
         lines.append(f"[{bar}]  " + both(f"{size:,} bytes, {step} per mark", f"{size:,} 字节，每格 {step} 字节"))
         kinds = [kind for kind in MARKS if any(run[2] == kind for run in runs)]
         lines.append("  ".join(f"{MARKS[kind][0]} {MARKS[kind][1]}" for kind in kinds))
-    events = both(f"events 1 to {acknowledged}", f"第 1 到 {acknowledged} 个事件") if acknowledged else both(
-        "none", "无")
+    if acknowledged > 1:
+        events = both(f"events 1 to {acknowledged}", f"第 1 到 {acknowledged} 个事件")
+    else:
+        events = both("event 1", "第 1 个事件") if acknowledged else both("none", "无")
     lines.append(both("acknowledged", "已确认") + f": {events}")
     if returned:
         lines.append(f"recover: {returned}")

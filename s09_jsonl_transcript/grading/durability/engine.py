@@ -52,6 +52,7 @@ from .sessions import (
     start_batch,
 )
 from .states import (
+    CAMPAIGNS,
     HELD_KILL,
     REPAIR,
     REPAIR_KILL,
@@ -106,7 +107,8 @@ class Verdict:
     size: CampaignSize
     problem: Problem | None = None
     results: dict = field(default_factory=dict)  # property -> {"findings", "stopped", "judged"}
-    counts: dict = field(default_factory=dict)  # campaign -> states judged (kills: runs that landed)
+    counts: dict = field(default_factory=lambda: dict.fromkeys(CAMPAIGNS, 0))  # campaign -> states judged
+    # (held kills and repair kills: the runs that landed; a state equal to one judged before is not counted)
     stages: dict = field(default_factory=dict)  # stage -> seconds
     session: dict = field(default_factory=dict)
 
@@ -288,7 +290,7 @@ class Campaign:
 
     def judge_states(self, states: list, stage: str, count: bool = True) -> None:
         """Judge states not judged before, in batches: while one batch's driver runs, the next is
-        written and the previous one's record read (the machine's two cores work at once)."""
+        written and the previous one's record read (the grader and the driver work at once)."""
         fresh = []
         for state in states:
             fingerprint = _fingerprint(state)

@@ -1,6 +1,6 @@
 """The capstone's properties, and how each crash state is judged against them.
 
-Five properties, each scored on 0 findings; each stops looking after FINDINGS_PER_PROPERTY:
+The properties, each scored on 0 findings; each stops looking after FINDINGS_PER_PROPERTY:
 
   kept       no acknowledged event is lost
   whole      no record is duplicated or spliced
@@ -244,7 +244,7 @@ class Judge:
             events = f"event {first}" if first == acknowledged else f"events {first} to {acknowledged}"
             events_zh = f"第 {first} 个事件" if first == acknowledged else f"第 {first} 到 {acknowledged} 个事件"
             return (f"acknowledged {events} not on the disk after {state.words[0]}",
-                    f"{state.words[1]}之后，已确认的{events_zh}不在磁盘上", KEPT)
+                    f"{state.words[1]}：已确认的{events_zh}不在磁盘上", KEPT)
         return None
 
     def _fails_closed(self, state, reading, observed, recovered, note, words) -> None:

@@ -67,6 +67,8 @@ def cut_words(changes: list[Change], key) -> tuple:
     if key.absent:
         return f"{where}: the file's name never reached the disk", f"{where_zh}：文件的名字没有到达磁盘"
     kept = len(key.kept)
+    if key.torn_at is None and not kept:
+        return f"{where}, nothing unsynced on the disk", f"{where_zh}，未同步的改动都没有到达磁盘"
     if key.torn_at is None:
         return (f"{where}, {kept} unsynced change{'s' if kept != 1 else ''} on the disk",
                 f"{where_zh}，{kept} 个未同步的改动到了磁盘")

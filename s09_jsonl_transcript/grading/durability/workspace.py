@@ -1,4 +1,4 @@
-"""Where a capstone grading keeps its files: two memory-backed folders, unmounted at the end.
+"""Where a capstone grading keeps its files: memory-backed folders, unmounted at the end.
 
   shared   what the driver sees (bound into the student's sandbox at SANDBOX_WORK): the session's
            folder, the crash states to judge, the kills' folders. A tmpfs of its own, so that
