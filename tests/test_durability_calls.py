@@ -6,7 +6,7 @@ the lines strace writes for them.
 """
 
 import pytest
-from capstone_answers import REFERENCE, TINY, attack, recorded, repaired, require_recorder, torn_file
+from capstone_answers import QUICK, REFERENCE, attack, recorded, repaired, require_recorder, torn_file
 
 from s09_jsonl_transcript.grading.durability.calls import MODELLED, REFUSED, ROW, ROWS, Tracker
 from s09_jsonl_transcript.grading.durability.engine import grade
@@ -71,7 +71,7 @@ def _write_durably(fd, line):
     recording = recorded(synced)
     assert recording.problem is None
     assert kinds(recording.changes)[:5] == ["create", "write", "fsync", "fsync_dir", "ack"]
-    assert grade(synced, seed=2, size=TINY).lost() == set()  # durable without a call to fsync
+    assert grade(synced, seed=2, size=QUICK).lost() == set()  # durable without a call to fsync
 
 
 def check_o_direct():

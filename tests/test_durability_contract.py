@@ -48,7 +48,7 @@ def test_the_given_cell_stands_alone_and_names_the_lessons_error():
 def test_parse_record_and_the_lessons_reader_agree_on_every_damaged_file(tmp_path):
     contract = Contract()
     reference = contract.file_bytes(PATH, session_events(4))
-    files = damaged_files(reference, contract.parse_record, PATH, count=1500, seed=4)
+    files = damaged_files(reference, contract.parse_record, PATH, count=800, seed=4)
     kinds = {damage_id.split("-")[1] for damage_id, _ in files}
     assert kinds == {"flip", "zero", "hole", "edit"}
     path = tmp_path / f"{SESSION_ID}.jsonl"

@@ -22,6 +22,10 @@ def test_the_reference_keeps_every_promise_and_nothing_is_recorded_by_strace():
 def test_a_wrong_answer_gets_findings_a_cell_can_draw():
     verdict = local_check(wrong("no_fsync"), size=SMALLER)
     assert verdict.lost() == WRONG_ANSWERS["no_fsync"]
+    # the lesson: an append without fsync survives every kill (the page cache outlives the process),
+    # and loses acknowledged events to power loss
+    assert verdict.campaigns["held kill"]["broken"] == 0 < verdict.campaigns["held kill"]["judged"]
+    assert verdict.campaigns["power loss"]["broken"] > 0
     shown = drawable(verdict)
     assert shown and all(finding["property"] == "kept" for finding in shown)
     finding = next(finding for finding in shown if finding["size"])

@@ -111,6 +111,7 @@ class Verdict:
     # (held kills and repair kills: the runs that landed; a state equal to one judged before is not counted)
     stages: dict = field(default_factory=dict)  # stage -> seconds
     session: dict = field(default_factory=dict)
+    campaigns: dict = field(default_factory=dict)  # campaign -> {"judged", "broken"}: states, and those with a finding
 
     def passed(self, name: str) -> bool:
         """True when the property has no finding and the answer was not refused."""
@@ -129,7 +130,7 @@ class Verdict:
             "exercise": "ex06", "seed": self.seed, "recorder": self.recorder, "sandboxed": self.sandboxed,
             "size": self.size.describe(), "refused": refused, "counts": dict(self.counts),
             "stages": {stage: round(seconds, 3) for stage, seconds in self.stages.items()},
-            "session": dict(self.session),
+            "session": dict(self.session), "campaigns": {name: dict(tally) for name, tally in self.campaigns.items()},
             "properties": [self._property_json(name, title) for name, title in PROPERTIES.items()],
         }
 
@@ -163,7 +164,7 @@ class Campaign:
         self.contract = Contract()
         self.events = session_events(seed, size.events)
         self.continuation = continuation_event(seed)
-        self.seen = set()
+        self.seen = {}  # fingerprint -> whether that state broke a promise (None until it is judged)
         self.torn = []  # (state, observed) of torn states recover repaired, for the repairs stage
         self.batches = 0
         self.recording = None
@@ -183,6 +184,7 @@ class Campaign:
             pass
         if self.judge is not None:
             self.verdict.results = self.judge.results()
+            self.verdict.campaigns = {campaign: dict(tally) for campaign, tally in self.judge.campaigns.items()}
 
     def _stop(self, problem: Problem) -> None:
         self.verdict.problem = problem
@@ -295,8 +297,10 @@ class Campaign:
         for state in states:
             fingerprint = _fingerprint(state)
             if fingerprint not in self.seen:
-                self.seen.add(fingerprint)
+                self.seen[fingerprint] = None
                 fresh.append(state)
+            elif self.seen[fingerprint] is not None:  # judged already: its campaign counts the same verdict
+                self.judge.count(state.campaign, self.seen[fingerprint])
         if count and fresh:
             campaign = fresh[0].campaign
             self.verdict.counts[campaign] = self.verdict.counts.get(campaign, 0) + len(fresh)
@@ -327,6 +331,7 @@ class Campaign:
             if seen.problem is not None:
                 self._stop(Problem(seen.problem.kind, f"{seen.problem.reason} [{state.id}]", seen.problem.row))
             kept_its_promises = self.judge.state(state, reading, seen)
+            self.seen[_fingerprint(state)] = not kept_its_promises
             if kept_its_promises and reading.torn and seen.repair and state.campaign not in (REPAIR, REPAIR_KILL):
                 self.torn.append((state, seen))  # a repair worth crashing: it starts from a sound state
         return len(chunk)

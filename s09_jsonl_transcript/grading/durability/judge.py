@@ -133,6 +133,7 @@ class Judge:
         self.findings = {name: [] for name in PROPERTIES}
         self.stopped = {name: False for name in PROPERTIES}
         self.judged = {name: 0 for name in PROPERTIES}
+        self.campaigns = {}  # campaign -> {"judged": states, "broken": states with a finding}, never capped
 
     def add(self, name: str, state, message: str, returned: str = "") -> None:
         """Record a finding (or, past the limit, only that the property stopped looking)."""
@@ -175,7 +176,14 @@ class Judge:
             self.judged[name] += 1
         for name, message, returned in found[:1] if not state.campaign == INTERLEAVING else found:
             self.add(name, state, message, returned)
+        self.count(state.campaign, bool(found))
         return not found
+
+    def count(self, campaign: str, broken: bool) -> None:
+        """Count one state of a campaign, and whether it broke a promise (uncapped, unlike the findings)."""
+        tally = self.campaigns.setdefault(campaign, {"judged": 0, "broken": 0})
+        tally["judged"] += 1
+        tally["broken"] += broken
 
     def _judged_on(self, state, reading) -> set:
         if state.campaign == DAMAGE:
