@@ -41,6 +41,11 @@ def wrong(name: str) -> str:
     return REFERENCE + "\n\n" + (DATA / "wrong" / f"{name}.py").read_text(encoding="utf-8")
 
 
+def variant(name: str) -> str:
+    """Another answer the tests grade (capstone_data/variants): the reference, then what it replaces."""
+    return REFERENCE + "\n\n" + (DATA / "variants" / f"{name}.py").read_text(encoding="utf-8")
+
+
 def attack(name: str) -> str:
     """An attack's answer cell: the reference, then what the attack adds or replaces."""
     return REFERENCE + "\n\n" + (DATA / "attacks" / f"{name}.py").read_text(encoding="utf-8")

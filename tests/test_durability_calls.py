@@ -6,7 +6,7 @@ the lines strace writes for them.
 """
 
 import pytest
-from capstone_answers import QUICK, REFERENCE, attack, recorded, repaired, require_recorder, torn_file
+from capstone_answers import QUICK, REFERENCE, attack, recorded, repaired, require_recorder, torn_file, variant
 
 from s09_jsonl_transcript.grading.durability.calls import MODELLED, REFUSED, ROW, ROWS, Tracker
 from s09_jsonl_transcript.grading.durability.engine import grade
@@ -46,15 +46,7 @@ def check_create():
 
 
 def check_truncate_on_open():
-    rewrite = with_('''
-def _cut_tail(path, length):
-    data = _read_all(path)[:length]
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_TRUNC)
-    os.write(fd, data)
-    os.fsync(fd)
-    os.close(fd)
-''')
-    problem, observed = repaired(rewrite, torn_file())
+    problem, observed = repaired(variant("rewrites_on_repair"), torn_file())
     assert problem is None and observed.problem is None
     assert kinds(observed.repair) == ["truncate", "write", "fsync"] and observed.repair[0].length == 0
 

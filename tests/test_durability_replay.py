@@ -5,23 +5,14 @@ import subprocess
 import sys
 
 import pytest
-from capstone_answers import QUICK, REFERENCE, require_recorder, wrong
+from capstone_answers import QUICK, REFERENCE, require_recorder, variant, wrong
 
 from s09_jsonl_transcript.grading.durability.calls import ROWS
 from s09_jsonl_transcript.grading.durability.cli import main
 from s09_jsonl_transcript.grading.durability.engine import grade
 from s09_jsonl_transcript.grading.durability.replay import replay
 
-REWRITES_ON_REPAIR = REFERENCE + '''
-
-def _cut_tail(path, length):
-    """Cut the tail by writing the committed lines again: the file is empty for a moment."""
-    data = _read_all(path)[:length]
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_TRUNC)
-    os.write(fd, data)
-    os.fsync(fd)
-    os.close(fd)
-'''
+REWRITES_ON_REPAIR = variant("rewrites_on_repair")
 
 
 def _first_findings(source: str, seed: int) -> dict:

@@ -28,30 +28,13 @@ Modules, in the order a grading meets them:
     python -m s09_jsonl_transcript.grading.durability --help
 """
 
-import importlib
+from .calls import ROWS
+from .contract import GIVEN_CELL
+from .engine import FULL, LOCAL, REDUCED, CampaignSize, Verdict, grade
+from .judge import PROPERTIES
+from .local import local_check
+from .replay import replay
+from .runs import RecorderUnavailable, check_recorder, recorder_problem
 
-_HOMES = {
-    ".engine": ("FULL", "LOCAL", "REDUCED", "CampaignSize", "Verdict", "grade"),
-    ".runs": ("RecorderUnavailable", "check_recorder", "recorder_problem"),
-    ".local": ("local_check",),
-    ".replay": ("replay",),
-    ".calls": ("ROWS",),
-    ".judge": ("PROPERTIES",),
-    ".contract": ("GIVEN_CELL",),
-}
-_HOME = {name: module for module, names in _HOMES.items() for name in names}
-
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str):
-    """Load a public name from its module the first time it is asked for."""
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(__all__))
+__all__ = ["FULL", "GIVEN_CELL", "LOCAL", "PROPERTIES", "REDUCED", "ROWS", "CampaignSize", "RecorderUnavailable",
+           "Verdict", "check_recorder", "grade", "local_check", "recorder_problem", "replay"]

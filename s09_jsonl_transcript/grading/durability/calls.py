@@ -142,8 +142,7 @@ class Refusal:
     @property
     def reason(self) -> str:
         """The refusal in both languages, with the row's reason."""
-        row = ROW[self.row]
-        return f"{both('refused', '被拒绝')}: {row.calls}: {row.how} ({self.call})"
+        return f"{both('refused', '被拒绝')}: {ROW[self.row].how} [{self.row}: {self.call}]"
 
 
 @dataclass

@@ -75,18 +75,25 @@ class CampaignSize:
     max_unsynced: int = 8  # every subset of up to this many unsynced changes at a point ...
     sample_per_point: int = 64  # ... past that, this many subsets drawn with the seed
     power_loss_limit: int = 12_000  # at most this many power-loss states: a seeded sample beyond
-    held_kills: bool = True  # a kill before every write and fsync of the transcript
+    held_kills: bool = True  # a kill before every write and fsync of the transcript ...
+    max_held_kills: int = 400  # ... or, for an answer that makes more, a seeded sample of this many
     damaged_files: int = 20_000
     repair_kills: int = 60  # real kills of recover's repair, at most
     batch_size: int = 2_500  # states per driver process
 
     def describe(self) -> str:
-        """The size in words, for a report."""
-        tears = "every byte" if self.every_byte else "a few edges"
-        return (f"{self.events} events; power loss: every state with up to {self.max_unsynced} unsynced changes "
-                f"(past that {self.sample_per_point} sampled per crash point), writes torn at {tears}, at most "
-                f"{self.power_loss_limit:,} states (a seeded sample beyond); a kill before every write and fsync; "
-                f"{self.damaged_files:,} damaged files; up to {self.repair_kills} repairs killed")
+        """The size in words, in both languages, for a report."""
+        tears, tears_zh = ("every byte", "每个字节") if self.every_byte else ("a few edges", "几个边界")
+        return both(
+            f"{self.events} events; power loss: every state with up to {self.max_unsynced} unsynced changes (past "
+            f"that {self.sample_per_point} sampled per crash point), writes torn at {tears}, at most "
+            f"{self.power_loss_limit:,} states (a seeded sample beyond); a kill before every write and fsync (at most "
+            f"{self.max_held_kills}, a seeded sample beyond); {self.damaged_files:,} damaged files; up to "
+            f"{self.repair_kills} repairs killed",
+            f"{self.events} 个事件；断电：未同步改动不超过 {self.max_unsynced} 个时的每个状态（超过时每个崩溃点按种子"
+            f"抽取 {self.sample_per_point} 个），写在{tears_zh}处撕裂，最多 {self.power_loss_limit:,} 个状态（超过时"
+            f"按种子抽样）；在每次 write 和 fsync 之前各杀一次进程（最多 {self.max_held_kills} 次，超过时按种子抽样）；"
+            f"{self.damaged_files:,} 个损坏文件；最多杀掉 {self.repair_kills} 次修复")
 
 
 FULL = CampaignSize()
@@ -237,13 +244,18 @@ class Campaign:
     def _held_kills(self) -> None:
         if not self.size.held_kills:
             return
+        points = self.recording.kill_points
+        if len(points) > self.size.max_held_kills:
+            chosen = set(random.Random(f"ex06-held-kills:{self.seed}").sample(range(len(points)),
+                                                                               self.size.max_held_kills))
+            points = [point for index, point in enumerate(points) if index in chosen]
         states = []
-        for number, point in enumerate(self.recording.kill_points, start=1):
+        for number, point in enumerate(points, start=1):
             run = held_kill(self.runner, self.workspace, self.events, point, f"kill-{number}")
             if run.problem is not None:
                 self._stop(run.problem)
             states.append(kill_state(run, f"kill-{point[0]}-{point[1]}"))
-            self.progress("held kills", number, len(self.recording.kill_points))
+            self.progress("held kills", number, len(points))
         self.verdict.counts[HELD_KILL] = len(states)
         self.judge_states(states, "held kills", count=False)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..words import both
 from .contract import SESSION_ID
 from .engine import FULL, CampaignSize, Stopped, campaign
 from .judge import PROPERTIES
@@ -45,7 +46,7 @@ class Replayed:
         """The replay in words, each finding with its byte map."""
         if self.problem is not None:
             return f"{self.state_id}: {self.problem.reason}"
-        lines = [f"{self.state_id}: " + (self.state.words[0] if self.state is not None else "")]
+        lines = [f"{self.state_id}: " + (both(*self.state.words) if self.state is not None else "")]
         if not self.findings:
             lines.append("no finding on this state now · 这个状态现在没有发现问题")
         for finding in self.findings:

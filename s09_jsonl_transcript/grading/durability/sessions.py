@@ -90,7 +90,6 @@ class Recording:
     writes: list = field(default_factory=list)  # per event: (offset, bytes) of each write it made
     kill_points: list = field(default_factory=list)  # (system call, its number among those on the file)
     final: bytes | None = None
-    calls: int = 0  # calls on the transcript and its folder
     problem: Problem | None = None
 
     @property
@@ -99,10 +98,11 @@ class Recording:
         return sum(1 for outcome in self.appended if "returned" in outcome)
 
 
-def _timing_problem(error: DriverGone, what: str) -> Problem:
+def _timing_problem(error: DriverGone, english: str, chinese: str) -> Problem:
+    """A call that ran past its time (timeout), or a driver that ended (ended), during what the words say."""
     if error.timed_out:
-        return Problem("timeout", both(f"{what} did not return within its time", f"{what}没有在规定时间内返回"))
-    return Problem("ended", both(f"the driver's process ended during {what}", f"驱动进程在{what}期间结束了"))
+        return Problem("timeout", both(f"{english} did not return within its time", f"{chinese}没有在规定时间内返回"))
+    return Problem("ended", both(f"the driver's process ended during {english}", f"驱动进程在{chinese}期间结束了"))
 
 
 def _check_written(tracker: Tracker, found: bytes | None, runner: Runner) -> Problem | None:
@@ -160,7 +160,8 @@ def record_session(runner: Runner, workspace, events: list) -> Recording:
                     f"append raised {raised['class']} on event {number} of the session: {raised['message']}",
                     f"append 在会话的第 {number} 个事件上抛出 {raised['class']}：{raised['message']}"))
     except DriverGone as error:
-        recording.problem = _timing_problem(error, f"append (event {len(recording.appended) + 1})")
+        number = len(recording.appended) + 1
+        recording.problem = _timing_problem(error, f"append (event {number})", f"append（第 {number} 个事件）")
         driver.stop()
     driver.send({"op": "exit"})
     driver.finish()
@@ -183,16 +184,11 @@ def _build_recording(recording: Recording, driver, runner: Runner, host: Path) -
     _feed(tracker, items, on_answer)
     recording.changes = tracker.changes
     recording.kill_points = _numbered(tracker.kill_points)
-    recording.calls = sum(1 for kind, item in items if kind == "call" and _on(item, recording.path))
     recording.final = read_file(host)
     if tracker.refusal is not None:  # the clearest reason, whatever else went wrong after the refused call
         recording.problem = Problem.refused(tracker.refusal)
     elif recording.problem is None:
         recording.problem = _check_written(tracker, recording.final, runner) or _links_problem(host)
-
-
-def _on(call: Call, path: str) -> bool:
-    return path in (call.path, call.target, call.result_path) or call.path == os.path.dirname(path)
 
 
 def _numbered(names: list) -> list:
@@ -235,6 +231,10 @@ def _held(runner: Runner, workspace, label: str, content: bytes | None, point: t
     run = KillRun(name, number)
     try:
         driver = runner.start(kill=(path, name, number))
+    except DriverGone as error:
+        run.problem = Problem("ended", both(f"the driver did not start: {error}", f"驱动程序没有启动：{error}"))
+        return run
+    try:
         for command in commands:
             driver.send(command(path))
             answer = driver.receive()
@@ -242,10 +242,12 @@ def _held(runner: Runner, workspace, label: str, content: bytes | None, point: t
                 break
             if answer.get("op") == "append" and "returned" in answer:
                 run.acknowledged += 1
-        driver.send({"op": "exit"})
-        status = driver.finish()
     except DriverGone as error:
-        run.problem = _timing_problem(error, "a run under a held kill")
+        run.problem = _timing_problem(error, "a run under a held kill", "一次被按住终止的运行")
+        driver.stop()
+    driver.send({"op": "exit"})
+    status = driver.finish()
+    if run.problem is not None:
         return run
     run.content = read_file(host)
     run.landed = _kill_landed(driver, runner, status, name)
@@ -358,7 +360,7 @@ def finish_batch(runner: Runner, batch: Batch) -> None:
                 if "i" in answer and isinstance(answer["i"], int) and 0 <= answer["i"] < len(batch.items):
                     batch.observed[answer["i"]].outcomes[answer.get("step")] = answer
         except DriverGone as error:
-            batch.problem = _timing_problem(error, "a call on a crash state")
+            batch.problem = _timing_problem(error, "a call on a crash state", "在崩溃状态上的一次调用")
             driver.stop()
     if driver is not None:
         driver.send({"op": "exit"})
