@@ -37,7 +37,7 @@ def test_what_the_model_cannot_follow_is_refused_with_its_reason(name, row):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["proc_fd", "confuses_recorder"])
+@pytest.mark.parametrize("name", ["proc_fd", "confuses_recorder", "lingering_thread"])
 def test_what_only_looks_like_an_attack_scores_as_the_reference(name):
     verdict, problem = _graded(name)
     assert problem is None and verdict.lost() == set()

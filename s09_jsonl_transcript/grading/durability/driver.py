@@ -269,4 +269,5 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # os._exit: a thread the answer left running must not keep the driver (and the grading) waiting
+    os._exit(main(sys.argv[1:]))
