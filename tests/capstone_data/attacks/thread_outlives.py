@@ -1,15 +1,20 @@
-# Attack: append returns at once; a thread writes and syncs the line afterwards. Refused (other-process).
+# Attack: append hands the line to a thread and returns without waiting for it; the thread writes and
+# syncs after the acknowledgement (the next append waits for it, so it always does, within the
+# session). Refused (other-process): the acknowledgement did not wait for the work.
 # ruff: noqa: F821
 import threading
-import time
+
+_writers = []
 
 
 def _later(fd, line):
-    time.sleep(0.02)
     os.write(fd, line)
     os.fsync(fd)
     os.close(fd)
 
 
 def _write_durably(fd, line):
-    threading.Thread(target=_later, args=(os.dup(fd), line)).start()
+    for writer in _writers:
+        writer.join()
+    _writers[:] = [threading.Thread(target=_later, args=(os.dup(fd), line))]
+    _writers[0].start()
