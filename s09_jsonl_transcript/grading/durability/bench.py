@@ -45,4 +45,6 @@ def run_bench(answer_source: str, *, runs: int = 3, size: CampaignSize = FULL, s
     printer("states judged (fewest over the runs): " + ", ".join(f"{campaign} {count:,}" for campaign, count
                                                                    in counts.items())
             + f"; the sizes asked for are {'met' if figures['goals_met'] else 'NOT met'}")
+    printer("with the states equal to one judged before (they take its verdict), last run: " + ", ".join(
+        f"{campaign} {tally['judged']:,}" for campaign, tally in verdicts[-1].campaigns.items()))
     return figures
