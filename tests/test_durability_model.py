@@ -93,10 +93,12 @@ def test_a_key_that_cannot_arise_at_its_point_is_refused():
 def test_the_layout_says_where_each_byte_came_from():
     changes = _session(2)
     key = StateKey(6, (5,), 4, "zeros")  # event 1 synced; event 2's write kept 4 bytes, then zeros
-    assert layout(changes, key) == [(0, 10, "synced"), (10, 14, "unsynced"), (14, 20, "zeros")]
+    assert layout(changes, key) == [(0, 10, "synced"), (10, 14, "torn"), (14, 20, "zeros")]
+    assert layout(changes, StateKey(6, (5,), 10, "cut")) == [(0, 10, "synced"), (10, 20, "unsynced")]  # whole
     assert layout(changes, StateKey(6, (5,), 4, "garbage"))[-1] == (14, 20, "garbage")
     hole = [Change("create"), Change("fsync_dir"), Change("write", offset=4, data=b"ab")]
     assert layout(hole, StateKey(3, (2,), 2, "cut")) == [(0, 4, "hole"), (4, 6, "unsynced")]
+    assert layout(hole, StateKey(3, (2,), 1, "cut")) == [(0, 4, "hole"), (4, 5, "torn")]
 
 
 def test_past_the_stated_number_of_unsynced_changes_the_model_refuses_or_samples():

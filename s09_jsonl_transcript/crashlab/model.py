@@ -43,8 +43,8 @@ MAX_UNSYNCED_CHANGES = 8  # 2**8 subsets per crash point at most, unless a sampl
 KINDS = ("create", "write", "truncate", "fsync", "fsync_dir", "ack")
 
 # What each byte of a state is, for a byte map (layout).
-SYNCED, UNSYNCED, ZEROS, GARBAGE, HOLE = "synced", "unsynced", "zeros", "garbage", "hole"
-_TAGS = (SYNCED, UNSYNCED, ZEROS, GARBAGE, HOLE)
+SYNCED, UNSYNCED, TORN, ZEROS, GARBAGE, HOLE = "synced", "unsynced", "torn", "zeros", "garbage", "hole"
+_TAGS = (SYNCED, UNSYNCED, TORN, ZEROS, GARBAGE, HOLE)
 
 
 @dataclass(frozen=True)
@@ -289,7 +289,9 @@ def _build(changes: list[Change], point: _Point, key: StateKey, tags: bytearray 
     for index in key.kept[:-1] if key.torn_at is not None else key.kept:
         apply_change(image, changes[index], tags=tags, tag=unsynced_tag)
     if key.torn_at is not None:
-        apply_change(image, changes[key.kept[-1]], key.torn_at, key.fill, tags=tags, tag=unsynced_tag)
+        last = changes[key.kept[-1]]
+        tag = _TAGS.index(TORN) if key.torn_at < len(last.data) else unsynced_tag
+        apply_change(image, last, key.torn_at, key.fill, tags=tags, tag=tag)
     return CrashState(bytes(image), point.acknowledged, _describe(key, changes, len(point.unsynced)),
                       key.torn_at, key.fill, key)
 
@@ -324,8 +326,9 @@ def state_for(changes: list[Change], key: StateKey | str, *, initial: bytes | No
 def layout(changes: list[Change], key: StateKey | str, *, initial: bytes | None = None) -> list[tuple]:
     """Where each byte of the state `key` came from, as (start, end, kind) runs in order.
 
-    kind is synced (durable before the cut), unsynced (a kept write, the torn one's landed bytes
-    included), zeros or garbage (the rest of a torn write's room) or hole (a gap no write filled).
+    kind is synced (durable before the cut), unsynced (a kept write, or truncate), torn (the bytes of a
+    torn write that landed), zeros or garbage (the rest of a torn write's room) or hole (a gap no
+    write filled).
     """
     key = parse_key(key) if isinstance(key, str) else key
     tags = bytearray()

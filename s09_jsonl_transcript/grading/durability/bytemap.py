@@ -2,8 +2,8 @@
 acknowledged, and what recover returned.
 
     pl-p17-k16-t45-zeros
-    [SSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSUUzz]  4,102 bytes, 64 per mark
-    S synced  U written, not synced  z zeros  ...
+    [SSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSTTzz]  4,102 bytes, 64 per mark
+    S synced  T a torn write: the bytes that reached the disk  z zeros  ...
     acknowledged: events 1 to 17 · ...
     recover: returned 16 records (sequences 1, 2, ...) · ...
 
@@ -18,6 +18,7 @@ WIDTH = 64
 MARKS = {  # kind -> (mark, legend)
     "synced": ("S", both("synced", "已同步")),
     "unsynced": ("U", both("written, not synced", "已写入、未同步")),
+    "torn": ("T", both("a torn write: the bytes that reached the disk", "被撕裂的写：到达磁盘的字节")),
     "zeros": ("z", both("zeros (the rest of a torn write)", "零（被撕裂的写的其余部分）")),
     "garbage": ("g", both("garbage (the rest of a torn write)", "垃圾字节（被撕裂的写的其余部分）")),
     "hole": ("h", both("a hole (reads as zeros)", "空洞（读出来是零）")),
@@ -34,7 +35,7 @@ def _mark_at(runs: list, start: int, end: int) -> str:
         overlap = min(end, run_end) - max(start, run_start)
         if overlap > 0:
             covered[kind] = covered.get(kind, 0) + overlap
-    for urgent in ("damaged", "another writer", "garbage", "zeros", "hole"):
+    for urgent in ("damaged", "another writer", "garbage", "zeros", "hole", "torn"):
         if urgent in covered:
             return MARKS[urgent][0]
     if not covered:

@@ -34,6 +34,10 @@ partial tail, or a last record that lost its newline) or refused (damage the rea
            holding its whole record.
 
 A state whose first finding is judged no further: its later checks would only repeat it.
+
+Not judged: the durability of the continuation's own append (the states are built from the session's
+appends and from recover's repairs), anything across files, and a failed fsync (the model's fsync
+always succeeds).
 """
 
 from __future__ import annotations

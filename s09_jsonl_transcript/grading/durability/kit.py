@@ -18,6 +18,7 @@ from ...crashlab.model import (
     HOLE,
     MAX_UNSYNCED_CHANGES,
     SYNCED,
+    TORN,
     UNSYNCED,
     ZEROS,
     Change,
@@ -34,7 +35,7 @@ from ...crashlab.model import (
 CONTRACT_ERROR_NAME = TranscriptCorruptionError.__name__  # the given cell's class carries the same name
 
 __all__ = [
-    "CONTRACT_ERROR_NAME", "FILLS", "GARBAGE", "HOLE", "MAX_UNSYNCED_CHANGES", "SYNCED", "UNSYNCED", "ZEROS",
+    "CONTRACT_ERROR_NAME", "FILLS", "GARBAGE", "HOLE", "MAX_UNSYNCED_CHANGES", "SYNCED", "TORN", "UNSYNCED", "ZEROS",
     "Change", "CrashState", "ReferenceReading", "StateKey", "apply_change", "crash_states", "layout", "parse_key",
     "plan_states", "reference_read", "state_for",
 ]
