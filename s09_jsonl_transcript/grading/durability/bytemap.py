@@ -35,7 +35,7 @@ def _mark_at(runs: list, start: int, end: int) -> str:
         overlap = min(end, run_end) - max(start, run_start)
         if overlap > 0:
             covered[kind] = covered.get(kind, 0) + overlap
-    for urgent in ("damaged", "another writer", "garbage", "zeros", "hole", "torn"):
+    for urgent in ("damaged", "another writer", "torn", "garbage", "zeros", "hole"):
         if urgent in covered:
             return MARKS[urgent][0]
     if not covered:

@@ -107,8 +107,11 @@ def returned_words(outcome: dict | None) -> tuple:
         return f"returned a {returned.get('type')}, not a list", f"返回了 {returned.get('type')}，不是列表"
     sequences = returned.get("sequences") or []
     shown = ", ".join(str(number) for number in sequences[:12]) + (" ..." if len(sequences) > 12 else "")
-    return (f"returned {len(sequences)} records (sequences {shown or 'none'})",
-            f"返回了 {len(sequences)} 条记录（序号 {shown or '无'}）")
+    if not sequences:
+        return "returned no records", "没有返回任何记录"
+    return (f"returned {len(sequences)} record{'s' if len(sequences) != 1 else ''} (sequence"
+            f"{'s' if len(sequences) != 1 else ''} {shown})",
+            f"返回了 {len(sequences)} 条记录（序号 {shown}）")
 
 
 def _line_ends(content: bytes, count: int | None = None) -> list:
@@ -225,7 +228,7 @@ class Judge:
                 note(TAIL, f"recover raised on a file whose only damage is a partial tail: {words[0]}",
                      f"文件唯一的损坏是不完整的尾部，recover 却抛出了异常：{words[1]}", words)
             else:
-                note(KEPT, f"recover raised on a file with no damage ({acknowledged} events acknowledged): {words[0]}",
+                note(KEPT, f"recover raised on a file with no damage ({acknowledged} acknowledged): {words[0]}",
                      f"文件没有损坏（已确认 {acknowledged} 个事件），recover 却抛出了异常：{words[1]}", words)
             return
         kept = self._returned_problem(state, reading, recovered, note, words)
@@ -287,7 +290,8 @@ class Judge:
         if hashes in options and len(hashes) >= acknowledged:
             return len(hashes)
         if len(hashes) < acknowledged:
-            note(KEPT, f"recover {words[0]}; {acknowledged} events were acknowledged",
+            events = "1 event was" if acknowledged == 1 else f"{acknowledged} events were"
+            note(KEPT, f"recover {words[0]}; {events} acknowledged",
                  f"recover {words[1]}；已确认 {acknowledged} 个事件", words)
         elif len(set(hashes)) < len(hashes):
             note(WHOLE, f"recover returned a record twice: it {words[0]}",
