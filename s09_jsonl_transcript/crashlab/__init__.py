@@ -11,20 +11,35 @@ Campaigns 1-6 run against both transcript classes (crashlab/subjects.py): the la
 DurableTranscript and the lesson's own code.JSONLTranscript; the commands run both and
 report each apart. Each campaign is also a command:  python -m s09_jsonl_transcript.crashlab --help
 Notebook 6's plots and widgets are in lessons/crash_lab.py: the lessons import the crash
-lab, never the other way round.
+lab, never the other way round. The power-loss model itself is crashlab/model.py: standard library
+only, so the capstone's grader builds its states with it without loading the kit.
 """
 
-from .cost import IntegrityCost, measure_integrity_cost
-from .damage_maps import DamageReport, damage_campaign, damage_rows
-from .kills import KillTrial, class_summary, kill_campaign, kill_summary
-from .powerloss import PowerLossReport, crash_states, power_loss_campaign, record_workload
-from .races import RaceResult, race_campaign
-from .subjects import SUBJECTS
-from .workload import Tally, tally, workload_event
+import importlib
 
-__all__ = [
-    "DamageReport", "IntegrityCost", "KillTrial", "PowerLossReport", "RaceResult", "SUBJECTS", "Tally",
-    "class_summary", "crash_states", "damage_campaign", "damage_rows", "kill_campaign", "kill_summary",
-    "measure_integrity_cost", "power_loss_campaign", "race_campaign", "record_workload",
-    "tally", "workload_event",
-]
+_HOMES = {  # each public name and the submodule that defines it, loaded on first use (PEP 562)
+    ".cost": ("IntegrityCost", "measure_integrity_cost"),
+    ".damage_maps": ("DamageReport", "damage_campaign", "damage_rows"),
+    ".kills": ("KillTrial", "class_summary", "kill_campaign", "kill_summary"),
+    ".powerloss": ("PowerLossReport", "crash_states", "power_loss_campaign", "record_workload"),
+    ".races": ("RaceResult", "race_campaign"),
+    ".subjects": ("SUBJECTS",),
+    ".workload": ("Tally", "tally", "workload_event"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    """Load a public name from its submodule the first time it is asked for: importing the crash
+    lab's stand-alone power-loss model (crashlab.model) then loads nothing else of the kit."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))

@@ -1,5 +1,8 @@
 """Campaign 2: simulated power loss, the way crash-consistency tools test file systems.
 
+The states themselves come from crashlab/model.py (standard library only), which the capstone's
+grader builds its states with too; this module records the kit's own classes and checks them.
+
 A process kill cannot lose what the kernel already holds; a power cut can lose everything
 that was not fsynced. So we record every call by which a transcript changes the disk
 (through the file_io seam both classes share: the lesson's FileIO, which the lab calls OsFileIO), then rebuild
@@ -22,16 +25,20 @@ from __future__ import annotations
 
 import itertools
 import os
-import random
 import tempfile
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from ..code import TranscriptCorruptionError, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
+
+# The model's names stay importable from here, where the lessons and the tests have always found them.
+from .model import FILLS as FILLS
+from .model import MAX_UNSYNCED_CHANGES as MAX_UNSYNCED_CHANGES
+from .model import Change, CrashState, crash_states
 from .subjects import LAB, LESSON, checked_subject, open_transcript, read_back
 from .workload import tally, workload_event
 
@@ -42,20 +49,7 @@ ABSENT = "file absent"
 FAILS_CLOSED = "fails closed (corruption after the acknowledged records)"
 GOOD_OUTCOMES = (PREFIX_CLEAN, PREFIX_TORN, ABSENT, FAILS_CLOSED)
 
-FILLS = ("cut", "zeros", "garbage")  # what lies in a torn write's room beyond the torn byte
-MAX_UNSYNCED_CHANGES = 8  # 2**8 subsets per crash point at most
 WORKLOAD_NAME = "powerloss.jsonl"
-
-
-@dataclass(frozen=True)
-class Change:
-    """One recorded call that changed the disk, or marked an acknowledgement."""
-
-    kind: str  # "create", "write", "truncate", "fsync", "fsync_dir" or "ack"
-    offset: int = 0  # write: where the bytes landed
-    data: bytes = b""  # write: the bytes
-    length: int = 0  # truncate: the new size
-    numbers: tuple = ()  # ack: the workload events whose append had returned
 
 
 class SimulatedSyncFileIO(OsFileIO):
@@ -121,105 +115,6 @@ def writer_for(subject: str, path, file_io: OsFileIO, *, integrity: bool = False
     with open_transcript(LESSON, path, clock=clock) as writer:
         writer.file_io = file_io  # the lesson's writer I/O calls: the same seam as the lab's
         yield writer
-
-
-@dataclass(frozen=True)
-class CrashState:
-    """What the disk might hold after a power cut: the file's bytes, or None when it is gone."""
-
-    content: bytes | None
-    acknowledged: frozenset  # workload events acknowledged before the cut
-    description: str  # how this state arose, for reports
-    torn_at: int | None = None  # bytes of the torn write that reached the disk
-    fill: str | None = None  # what filled the rest of the torn write's room
-
-
-def _apply(image: bytearray, change: Change, kept: int | None = None, fill: str = "cut") -> None:
-    """Apply a write (at its recorded offset, as the disk blocks would) or a truncate to image."""
-    if change.kind == "truncate":
-        del image[change.length:]
-        return
-    kept = len(change.data) if kept is None else kept
-    room = change.data[:kept]
-    if fill == "zeros":
-        room += bytes(len(change.data) - kept)
-    elif fill == "garbage":
-        rng = random.Random(f"{change.offset}:{kept}")
-        room += bytes(rng.randrange(256) for _ in range(len(change.data) - kept))
-    end = change.offset + len(room)
-    if len(image) < change.offset:
-        image.extend(bytes(change.offset - len(image)))  # a hole reads as zeros
-    image[change.offset:end] = room
-
-
-def _tear_points(size: int, every_byte: bool) -> list[int]:
-    if every_byte:
-        return list(range(size + 1))
-    return sorted({0, 1, size // 2, max(size - 1, 0), size})
-
-
-def _states_at(synced: bytes, unsynced: list[Change], acknowledged: frozenset, point: int,
-               every_byte: bool) -> Iterator[CrashState]:
-    """Every state the disk may hold with `synced` durable and `unsynced` changes pending."""
-    if len(unsynced) > MAX_UNSYNCED_CHANGES:
-        raise ValueError(f"{len(unsynced)} unsynced changes: too many subsets to enumerate")
-    for size in range(len(unsynced) + 1):
-        for kept in itertools.combinations(unsynced, size):
-            image = bytearray(synced)
-            for change in kept[:-1]:
-                _apply(image, change)
-            last = kept[-1] if kept else None
-            if last is None or last.kind == "truncate":
-                if last is not None:
-                    _apply(image, last)
-                yield CrashState(bytes(image), acknowledged, f"cut after change {point}, {size} of "
-                                 f"{len(unsynced)} unsynced changes kept")
-                continue
-            for torn_at in _tear_points(len(last.data), every_byte):
-                for fill in FILLS if torn_at < len(last.data) else ("cut",):
-                    torn = bytearray(image)
-                    _apply(torn, last, torn_at, fill)
-                    yield CrashState(bytes(torn), acknowledged,
-                                     f"cut after change {point}: a write at byte {last.offset} kept "
-                                     f"{torn_at} of {len(last.data)} bytes, rest {fill}", torn_at, fill)
-
-
-def crash_states(changes: list[Change], *, initial: bytes | None = None,
-                 every_byte: bool = True) -> Iterator[CrashState]:
-    """Every distinct state a power cut after any recorded change may leave (see the module doc).
-
-    initial is the file's durable content before the first change (None: no file yet).
-    """
-    synced = initial or b""
-    exists, name_durable = initial is not None, initial is not None
-    current = bytearray(synced)
-    unsynced, acknowledged, seen = [], frozenset(), set()
-    for point in range(len(changes) + 1):
-        candidates = []
-        if not exists or not name_durable:
-            reason = f"cut after change {point}: the file's name never reached the disk"
-            candidates.append(CrashState(None, acknowledged, reason))
-        if exists:
-            candidates.extend(_states_at(synced, unsynced, acknowledged, point, every_byte))
-        for state in candidates:
-            key = (state.content, state.acknowledged)
-            if key not in seen:
-                seen.add(key)
-                yield state
-        if point == len(changes):
-            break
-        change = changes[point]
-        if change.kind == "create":
-            exists = True
-        elif change.kind == "fsync_dir":
-            name_durable = name_durable or exists
-        elif change.kind == "ack":
-            acknowledged = acknowledged | set(change.numbers)
-        elif change.kind == "fsync":
-            synced, unsynced = bytes(current), []
-        else:
-            _apply(current, change)
-            unsynced.append(change)
 
 
 @dataclass

@@ -1,0 +1,73 @@
+"""The one door between the capstone's grader and the rest of the kit: nothing else in
+grading/durability imports from outside grading/.
+
+Through it come the power-loss model (crashlab/model.py, standard library only), the lesson's
+reading rule as the reference reader (code.read_records), and the name of the lesson's error
+class, which the exercise's given cell defines again for the student's sandbox. Should the lesson
+change its reader's shape, this module is what adapts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...code import TranscriptCorruptionError, read_records
+from ...crashlab.model import (
+    FILLS,
+    GARBAGE,
+    HOLE,
+    MAX_UNSYNCED_CHANGES,
+    SYNCED,
+    TORN,
+    UNSYNCED,
+    ZEROS,
+    Change,
+    CrashState,
+    StateKey,
+    apply_change,
+    crash_states,
+    layout,
+    parse_key,
+    plan_states,
+    state_for,
+)
+
+CONTRACT_ERROR_NAME = TranscriptCorruptionError.__name__  # the given cell's class carries the same name
+
+__all__ = [
+    "CONTRACT_ERROR_NAME", "FILLS", "GARBAGE", "HOLE", "MAX_UNSYNCED_CHANGES", "SYNCED", "TORN", "UNSYNCED", "ZEROS",
+    "Change", "CrashState", "ReferenceReading", "StateKey", "apply_change", "crash_states", "layout", "parse_key",
+    "plan_states", "reference_read", "state_for",
+]
+
+
+@dataclass(frozen=True)
+class ReferenceReading:
+    """What the lesson's reader makes of one file: its records, and how the file ends or why it is refused."""
+
+    records: list = field(default_factory=list)
+    partial_tail_offset: int | None = None  # where a forgiven partial tail starts
+    unterminated: bool = False  # the last record is whole but lost its newline
+    refused_line: int | None = None  # the first damaged line (the reader fails closed there)
+    refused_offset: int | None = None
+    reason: str | None = None
+
+    @property
+    def refused(self) -> bool:
+        """True when the reader raised: damage it does not forgive."""
+        return self.refused_line is not None
+
+    @property
+    def torn(self) -> bool:
+        """True when the only damage is at the end: a partial tail, or a last record without its newline."""
+        return not self.refused and (self.partial_tail_offset is not None or self.unterminated)
+
+
+def reference_read(path, session_id: str) -> ReferenceReading:
+    """Read the file at path with the lesson's reading rule (a missing file reads as no records)."""
+    try:
+        reading = read_records(path, session_id)
+    except TranscriptCorruptionError as error:
+        return ReferenceReading(refused_line=error.line_number, refused_offset=error.byte_offset,
+                                reason=error.reason)
+    return ReferenceReading(list(reading.events), reading.partial_tail_offset, reading.last_line_unterminated)
