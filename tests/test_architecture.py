@@ -4,6 +4,7 @@ starts its child process through the lab's one spawner (code.py's demo starts it
 """
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,9 @@ def private_uses(path: Path) -> list[str]:
                     found.append(f"line {node.lineno}: from {node.module or '.'} import {alias.name}")
                 else:
                     imported_modules.add(alias.asname or alias.name)
-        elif isinstance(node, ast.Import):
-            imported_modules.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Import):  # the standard library's own (os._exit) are its public API
+            imported_modules.update((alias.asname or alias.name).split(".")[0] for alias in node.names
+                                    if alias.name.split(".")[0] not in sys.stdlib_module_names)
     for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and _is_private(node.attr)
                 and isinstance(node.value, ast.Name) and node.value.id in imported_modules):
