@@ -1,8 +1,8 @@
 """WorkBuddy's own JSONL (the lesson's section "WorkBuddy 架构对照 · 事件格式") to the lesson's events.
 
-WorkBuddy's lines have the lesson's six types and more fields (streaming ids, a `uuid`, model
+WorkBuddy's lines have the lesson's event types and more fields (streaming ids, a `uuid`, model
 information, a `timestamp`) but no envelope: no schema_version, sequence, session_id or event_id.
-Importing adds the envelope. Lines of the six types keep their fields (the uuid and timestamp move
+Importing adds the envelope. Lines of the lesson's types keep their fields (the uuid and timestamp move
 into the provenance); other types are kept as evidence. `uuid` is the idempotency key.
 """
 

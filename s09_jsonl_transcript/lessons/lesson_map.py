@@ -185,7 +185,7 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB1, ACT_0), _nb(NB7, "2. JSONL and SQLite: who keeps what"))),
         ("工作原理 · JSONL 文件结构", tr("how it works: file layout, one object per line"),
          (_nb(NB1, ACT_0), _nb(NB1, ONE_LINE))),
-        ("工作原理 · 6 种事件类型", tr("how it works: the six event types"),
+        ("工作原理 · 6 种事件类型", tr("how it works: the event types"),
          (_nb(NB1, MESSAGES), _nb(NB4, "2. From events to messages"))),
         ("工作原理 · 追加写入", tr("how it works: appending (O_APPEND, one write, fsync, the durable boundary)"),
          (_nb(NB1, APPEND), _nb(NB1, WRITE_PATH), _nb(NB6, "Campaign 2: a power cut, simulated byte by byte"))),
