@@ -138,7 +138,7 @@ class StudentKernel:
         self._exchange = None  # a descriptor of the exchange folder, opened before any student code ran
         self._guard_key = None
         self._printed, self._tail = 0, ""  # what the answers printed during the current cell
-        self.left_out = []  # what the last copy back left out, and why
+        self._left_out = []  # ... and why their copies back left something out
         self._copy_problem = None  # why the last copy back could not be made, if it could not
         self._where = {}  # what the student's kernel is running: {"cell": label} or {"call": name, "cell": label}
         _reset_each_cell(self)
@@ -240,8 +240,9 @@ class StudentKernel:
             self._tail = (self._tail + (tail if isinstance(tail, str) else ""))[-OUTPUT_TAIL:]
 
     def cell_output(self) -> str:
-        """What the answers printed during the current cell, as JSON: {"characters": n, "tail": "..."}."""
-        return json.dumps({"characters": self._printed, "tail": self._tail})
+        """What the answers printed during the current cell, and what copying back their files left out, as JSON:
+        {"characters": n, "tail": "...", "left_out": ["why", ...]}."""
+        return json.dumps({"characters": self._printed, "tail": self._tail, "left_out": self._left_out})
 
     # ------------------------------------------------------------------ the kernel's messages
 
@@ -491,7 +492,7 @@ class StudentKernel:
                 exchange.copy_back(folder, here.name or "root", here, budget)
             finally:
                 os.close(folder)
-        self.left_out = budget.left_out
+        self._left_out += [why for why in budget.left_out if why not in self._left_out]
 
 
 def _reset_each_cell(kernel: StudentKernel) -> None:
@@ -502,7 +503,7 @@ def _reset_each_cell(kernel: StudentKernel) -> None:
         return
 
     def reset(*_):
-        kernel._printed, kernel._tail = 0, ""
+        kernel._printed, kernel._tail, kernel._left_out = 0, "", []
 
     shell.events.register("pre_run_cell", reset)
 

@@ -29,6 +29,8 @@ import shutil
 import stat
 from pathlib import Path
 
+from .words import both
+
 FOLDER_DEPTH = 16  # levels below a folder a check handed over that are copied back
 ENTRY_LIMIT = 4096  # files and folders copied back after one call
 _NOT_BLOCKING = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -161,6 +163,12 @@ def _open_regular(parent: int, name: str) -> int | None:
     return fd
 
 
+# Why a copy back left something out, in the grader's words (a visible check that failed says them).
+NOT_FILES = both("links, pipes, sockets or devices", "链接、管道、套接字或设备")
+CHANGED_FOLDER = both("a folder that changed while it was copied", "复制时被改动的文件夹")
+CHANGED_FILE = both("a file that changed while it was copied", "复制时被改动的文件")
+
+
 class Budget:
     """What one copy back may still take: bytes and entries."""
 
@@ -185,16 +193,16 @@ def copy_back(parent: int, name: str, target: Path, budget: Budget, depth: int =
         return
     budget.entries -= 1
     if budget.entries < 0:
-        budget.note(f"more than {ENTRY_LIMIT:,} files and folders")
+        budget.note(both(f"more than {ENTRY_LIMIT:,} files and folders", f"超过 {ENTRY_LIMIT:,} 个文件和文件夹"))
         return
     if kind == stat.S_IFDIR:
         if depth >= FOLDER_DEPTH:
-            budget.note(f"folders more than {FOLDER_DEPTH} levels deep")
+            budget.note(both(f"folders more than {FOLDER_DEPTH} levels deep", f"超过 {FOLDER_DEPTH} 层深的文件夹"))
             return
         try:
             fd = open_folder(parent, name)
         except OSError:
-            budget.note("a folder that changed while it was copied")
+            budget.note(CHANGED_FOLDER)
             return
         try:
             if target.is_symlink() or (target.exists() and not target.is_dir()):
@@ -211,21 +219,21 @@ def copy_back(parent: int, name: str, target: Path, budget: Budget, depth: int =
             os.close(fd)
         return
     if kind != stat.S_IFREG:
-        budget.note("links, pipes or devices")
+        budget.note(NOT_FILES)
         remove_tree(target)
         return
     try:
         fd = os.open(name, _READ, dir_fd=parent)
     except OSError:
-        budget.note("a file that changed while it was copied")
+        budget.note(CHANGED_FILE)
         return
     with open(fd, "rb") as file:
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode):
-            budget.note("links, pipes or devices")
+            budget.note(NOT_FILES)
             return
         if info.st_size > budget.size:
-            budget.note(f"files past {budget.size:,} bytes in all")
+            budget.note(both(f"files past {budget.size:,} bytes in all", f"合计超过 {budget.size:,} 字节的文件"))
             return
         data = file.read(budget.size + 1)
     budget.size -= len(data)

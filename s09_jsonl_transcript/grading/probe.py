@@ -363,7 +363,14 @@ def pytest_runtest_makereport(item, call):
         message["outputs"] = [dict(output) for output in getattr(item, "test_outputs", None) or []]
     elif result == "failed" and report.when == "call" and _role(item) == "check" and not _is_hidden(item):
         message["printed"] = _printed_by_the_answers(item)
+        left_out = (message["printed"] or {}).get("left_out")
+        if left_out:  # the grader's own words: why a file the check reads may be missing
+            message["feedback"] = _limited(f"{feedback} ({labelled(LEFT_OUT, '; '.join(left_out))})")
     _send(item.config, message)
+
+
+LEFT_OUT = both("copying back what the answers left in the exchange folder left out",
+                "把答案留在交换文件夹里的东西复制回来时略去了")
 
 
 _OUTPUT_EXPRESSION = ("__import__('s09_jsonl_transcript.grading.channel', fromlist=['student'])"
@@ -371,7 +378,8 @@ _OUTPUT_EXPRESSION = ("__import__('s09_jsonl_transcript.grading.channel', fromli
 
 
 def _printed_by_the_answers(item):
-    """What the answers printed in their own kernel while this check ran, as the trusted kernel recorded it.
+    """What the answers printed in their own kernel while this check ran, as the trusted kernel recorded it, and
+    why copying back their files left something out (exchange.Budget's words).
 
     Asked for after a visible check failed: the student reads it in the report. None when there is
     no second kernel or nothing could be asked.
@@ -386,7 +394,8 @@ def _printed_by_the_answers(item):
         kernel.await_reply(msg_id, timeout=10)
         answer = (kernel.s09_reply or {}).get("user_expressions", {}).get("s09_output", {})
         printed = json.loads(ast.literal_eval(answer["data"]["text/plain"]))
-        return {"characters": int(printed["characters"]), "tail": str(printed["tail"])[-2000:]}
+        return {"characters": int(printed["characters"]), "tail": str(printed["tail"])[-2000:],
+                "left_out": [str(why)[:200] for why in printed.get("left_out", [])[:8]]}
     except Exception:  # noqa: BLE001 - the record is a help for the student, never a reason to fail
         return None
 
