@@ -13,7 +13,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
@@ -98,6 +99,9 @@ def test_the_guard_lists_each_item_once_with_its_reasons_in_both_languages():
 # --------------------------------------------------------------------------- an executor's idle workers
 
 
+HANG_GUARD = 30  # seconds: only so that a thread that never comes back to wait fails the test instead of hanging it
+
+
 def _worker_threads(pool) -> list:
     return list(pool._threads)
 
@@ -113,6 +117,25 @@ def test_an_executors_worker_waiting_for_work_is_idle_and_a_busy_one_is_not():
         assert not guard._is_idle_worker(worker, sys._current_frames())
         release.set()
         busy.result()
+
+
+def test_a_process_pools_threads_are_idle_once_its_work_is_done():
+    """A ProcessPoolExecutor keeps a manager thread and its call queue's feeder thread for as long as it lives."""
+    import multiprocessing
+
+    before = set(threading.enumerate())
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(pow, 2, 10).result() == 1024
+        started = [thread for thread in threading.enumerate() if thread not in before]
+        assert started, "the pool started no thread: this test would prove nothing"
+        frames = sys._current_frames()
+        manager = [thread for thread in started if type(thread).__name__ == "_ExecutorManagerThread"]
+        assert manager and all(guard._is_idle_worker(thread, frames) for thread in manager)
+        feeders = [thread for thread in started if thread.name == "QueueFeederThread"]
+        deadline = time.monotonic() + HANG_GUARD  # the feeder may still be handing over the item it was given
+        while feeders and not all(guard._is_idle_worker(thread, sys._current_frames()) for thread in feeders):
+            assert time.monotonic() < deadline, "the feeder never came back to wait"
+            time.sleep(0.01)
 
 
 def test_a_thread_of_ones_own_is_no_executor_worker():

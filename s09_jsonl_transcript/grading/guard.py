@@ -16,8 +16,8 @@ signals the grader does not use.
 
 Threads: a thread that a cell of the notebook starts (an executor's workers, a helper thread) is
 the notebook's, as in plain Python. A thread that a call of an answer starts and that still runs when
-the call has returned is work the check cannot see finish: a finding. The workers of a
-`concurrent.futures` executor that wait for their next work item are not (their work is done).
+the call has returned is work the check cannot see finish: a finding. An executor's threads that wait for their
+next work item are not (their work is done), nor are the threads a library starts for itself on first use.
 
 The verdict carries the hash of the cell the guard saw start, and every problem found so far, each
 [watched item, what changed], signed with a key that only the trusted side and the guard hold (the
@@ -211,7 +211,7 @@ class _Guard:
         alive = [thread for thread in threading.enumerate() if thread not in self.known_threads and thread.is_alive()]
         if kind == "call":
             frames = sys._current_frames()
-            idle = [thread for thread in alive if _is_zmq_collector(thread) or _is_idle_worker(thread, frames)]
+            idle = [thread for thread in alive if _is_library_service(thread) or _is_idle_worker(thread, frames)]
             self.known_threads.update(idle)
             left = [thread for thread in alive if thread not in idle]
             if left:
@@ -405,19 +405,41 @@ def _signal_handlers() -> dict:
     return handlers
 
 
-def _is_zmq_collector(thread) -> bool:
-    """pyzmq's own garbage-collector thread, which it starts the first time it sends a large message."""
+def _is_library_service(thread) -> bool:
+    """A thread a library starts for itself the first time it is used and keeps: pyzmq's garbage collector (its
+    first large message), tqdm's monitor (its first progress bar)."""
     garbage = sys.modules.get("zmq.utils.garbage")
-    return garbage is not None and type(thread) is garbage.GarbageCollectorThread
+    if garbage is not None and type(thread) is garbage.GarbageCollectorThread:
+        return True
+    return (type(thread).__module__, type(thread).__name__) == ("tqdm._monitor", "TMonitor")
 
 
 def _is_idle_worker(thread, frames: dict) -> bool:
-    """True for a concurrent.futures executor's worker that waits for its next work item (its last one is done)."""
-    module = sys.modules.get("concurrent.futures.thread")
-    worker = getattr(getattr(module, "_worker", None), "__code__", None)
-    run = getattr(getattr(getattr(module, "_WorkItem", None), "run", None), "__code__", None)
-    frame, in_worker = frames.get(thread.ident), False
-    while frame is not None and worker is not None:
+    """True for an executor's thread that waits for its next work item, its last one done: a ThreadPoolExecutor's
+    worker, a ProcessPoolExecutor's manager with no work pending, or the feeder of its queue with nothing to feed."""
+    return (_waits_in_a_thread_pool(thread, frames) or _manages_an_idle_process_pool(thread)
+            or _feeds_nothing(thread, frames))
+
+
+def _code(module_name: str, *path: str):
+    owner = sys.modules.get(module_name)
+    for part in path:
+        owner = getattr(owner, part, None)
+    return getattr(owner, "__code__", None)
+
+
+def _stack(thread, frames: dict):
+    frame = frames.get(thread.ident)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _waits_in_a_thread_pool(thread, frames: dict) -> bool:
+    worker = _code("concurrent.futures.thread", "_worker")
+    run = _code("concurrent.futures.thread", "_WorkItem", "run")
+    in_worker = False
+    for frame in _stack(thread, frames) if worker is not None else ():
         if frame.f_code is worker:
             in_worker = True
         elif frame.f_code is run:  # running a work item: idle only once the item's future holds its result
@@ -425,5 +447,20 @@ def _is_idle_worker(thread, frames: dict) -> bool:
             future = getattr(item, "future", None)
             if item is not None and not (future is not None and future.done()):
                 return False
-        frame = frame.f_back
     return in_worker
+
+
+def _manages_an_idle_process_pool(thread) -> bool:
+    kind = type(thread)
+    return ((kind.__module__, kind.__name__) == ("concurrent.futures.process", "_ExecutorManagerThread")
+            and not getattr(thread, "pending_work_items", True))
+
+
+def _feeds_nothing(thread, frames: dict) -> bool:
+    """A multiprocessing queue's feeder thread (a process pool's call queue has one) with nothing left to send."""
+    feed = _code("multiprocessing.queues", "Queue", "_feed")
+    for frame in _stack(thread, frames) if feed is not None else ():
+        if frame.f_code is feed:
+            buffer = frame.f_locals.get("buffer")
+            return buffer is not None and len(buffer) == 0
+    return False
