@@ -84,6 +84,20 @@ def test_without_a_group_the_copy_goes_on_unfrozen(tmp_path):
         server.close()
 
 
+def test_a_socket_deeper_than_a_socket_path_holds_is_served(tmp_path):
+    """An unsandboxed grading under a deep temporary folder puts the server's socket past 107 bytes."""
+    folder = tmp_path / ("a-long-folder-name-" * 6) / "watch"
+    folder.mkdir(parents=True)
+    server = FreezeServer(folder / "freezer.sock", None)
+    try:
+        client = channel._Freezer(str(folder / "freezer.sock"))
+        with client.frozen():
+            pass
+        assert client.connection is not None
+    finally:
+        server.close()
+
+
 def test_without_the_graders_socket_nothing_is_asked(tmp_path):
     client = channel._Freezer(str(tmp_path / "no-such.sock"))
     with client.frozen():

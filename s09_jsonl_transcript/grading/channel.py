@@ -9,8 +9,11 @@ check cell reads as it does in the student's notebook: `got = verify(path, head)
 Only data crosses, as JSON text written and read by wire.py: a call sends its arguments, and gets
 back the return value or the exception the answer raised. What JSON cannot hold crosses as a typed
 description (a tuple, a set, bytes, a path); anything else as an `Unreadable` that equals nothing,
-so a check that ignores it is not failed by it. An exception crosses with the built-in and lesson
-classes it derives from, so `except ValueError` in a check catches an answer's subclass of it.
+so a check that ignores it is not failed by it. An exception crosses as the classes the student's end
+names (wire.rebuild_exception): a built-in or lesson class named first is that class; any other becomes
+a class of the same name derived from the built-in and lesson classes named after it, so `except
+ValueError` in a check catches an answer's subclass of it. The student's end may name any classes,
+which is no more than raising them.
 Arguments that are not data cross as stand-ins served from this side:
 
 - a binary file (a CountingFile): every read is a request answered here, so the file's own counter
@@ -22,9 +25,11 @@ Arguments that are not data cross as stand-ins served from this side:
   iterator raises is raised in the answer;
 - a clock (any other callable): each tick is asked for;
 - a path (pathlib.Path) or a transcript (JSONLTranscript): the file or folder is copied into the
-  exchange folder, which both kernels see, before the call, and copied back after it (exchange.py:
-  regular files and folders only, no link in any part of a path), so the check inspects what the
-  answer wrote; a path the answer returns into that folder comes back as the check's own path;
+  exchange folder, which both kernels see, before the call, and copied back once the answer has
+  returned, the student's side frozen meanwhile where the grader has a freezer (exchange.py: regular
+  files and folders only, no link in any part of a path, nothing opened that can block), so the check
+  inspects what the answer left when it returned; a path the answer returns into that folder comes
+  back as the check's own path;
 - an object an answer's class made: it stays in the student's kernel; here it is a handle whose
   methods and attributes are calls.
 
@@ -543,7 +548,12 @@ class _Freezer:
             if self.connection is None:
                 made = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 made.settimeout(_FREEZER_WAIT)
-                made.connect(self.path)
+                address, folder = wire.socket_address(self.path)
+                try:
+                    made.connect(address)
+                finally:
+                    if folder is not None:
+                        os.close(folder)
                 self.connection = made
             self.connection.sendall(what)
             return bool(self.connection.recv(16))

@@ -21,6 +21,8 @@ import socket
 import threading
 from pathlib import Path
 
+from . import wire
+
 FREEZE, THAW = b"F", b"T"
 FROZEN, PARTLY, NO_FREEZER, THAWED = b"F", b"P", b"N", b"T"
 _POLL = 0.2  # seconds between looks at whether the server should end
@@ -34,7 +36,12 @@ class FreezeServer:
         self.frozen = False
         self._ending = threading.Event()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(str(path))
+        address, folder = wire.socket_address(str(path))  # a deep temporary folder makes a long path
+        try:
+            self._listener.bind(address)
+        finally:
+            if folder is not None:
+                os.close(folder)
         os.chmod(path, 0o666)  # the trusted sandbox runs as a user of its own
         self._listener.listen(1)
         self._listener.settimeout(_POLL)
