@@ -166,6 +166,9 @@ def test_every_odd_file_gets_its_own_report_and_row(odd_class):
     odd_thread = next(report for report in found if report["submission"] == "ex01_surrogate_thread.ipynb")
     assert odd_thread["status"] == "graded"  # a thread left running is the guard's business: 0, as before
     assert "\\udcff" in " ".join(odd_thread["guard_findings"])  # the lone surrogate, as an escape
+    assert odd_thread["guard_findings"][0].startswith("after check ex01.1 called last_turn_length: a thread the call "
+                                                      "started is still running after it returned")
+    assert "(a thread a call left running) after check ex01.1 called last_turn_length" in odd_thread["reason"]
     with open(reports / "class.csv", newline="", encoding="utf-8") as file:
         rows = list(csv.reader(file))
     assert len(rows) == len(ODD_NAMES) + 2  # the header, then one row each

@@ -520,7 +520,7 @@ def test_a_sandboxed_kernel_runs_under_the_stated_limits_as_a_user_of_its_own(tm
     report = grade_submission(submission(tmp_path, "limits", reporting("LIMITS", LIMITS)), SOURCES, options=SANDBOXED)
     assert report["sandbox"] == ("sandboxed with bubblewrap · 在 bubblewrap 沙箱中运行: " + sandbox.Limits().describe()
                                  + "; " + sandbox.memory_note(sandbox.Limits()) + "; "
-                                 + sandbox.quota_note(sandbox.Limits()))
+                                 + sandbox.quota_note(sandbox.Limits()) + "; " + sandbox.freezer_note())
     if sandbox.memory_cgroup_problem() is None:
         assert ("1280 MiB of memory for the student's kernel and what it starts, 1280 MiB for the checks' side"
                 in report["sandbox"])

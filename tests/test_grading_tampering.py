@@ -3,8 +3,9 @@ submission that fakes every check of exercise 1 while its answers are still stub
 
 Each used to score full marks with the guard off. Since verdicts are decided outside the student's
 kernel (issue 19), each scores 0 with the guard off too: no score relies on the guard. With the
-guard on, each scores 0 and the reason says "tampering detected"; what was found goes to the
-instructor's report (guard_findings), never to the student's, since it is kernel text. Well-known
+guard on, each scores 0 and the reason says "tampering detected", which watched item changed and which answer
+cell to look at; what was found goes to the instructor's report (guard_findings), with where the guard saw it,
+never to the student's, since it is kernel text. Well-known
 extensions (matplotlib's inline backend, autoreload) are not taken for tampering. A submission
 written against the guard itself, which forges its verdicts, used to score full marks; it now
 scores 0 as well.
@@ -129,6 +130,24 @@ def test_with_the_guard_the_technique_is_reported_as_tampering(with_guard, techn
 def test_the_instructors_report_names_what_was_found(with_guard, technique, found):
     assert found in " ".join(with_guard[technique]["guard_findings"])
     assert found not in with_guard[technique]["reason"]  # kernel text: never in what a student sees
+
+
+@pytest.mark.parametrize("technique, item", [
+    ("input_transformer", "input transformers"),
+    ("ast_transformer", "AST transformers"),
+    ("post_run_cell_hook", "event hooks"),
+    ("custom_exception_handler", "the custom exception handler"),
+    ("replaced_run_cell", "the kernel's machinery"),
+])
+def test_a_tamper_verdict_shows_where_to_look_and_the_instructor_what_changed(with_guard, technique, item):
+    """The student reads which watched item changed and which answer cell to look at (the grader's own words and
+    names); the instructor's report says after which cell the guard saw what."""
+    report = with_guard[technique]
+    assert item in report["reason"], report["reason"]
+    assert "after your answer cell ex01-turn-length ran; look at your answer cell ex01-turn-length (the one that " \
+           "defines last_turn_length)" in report["reason"], report["reason"]
+    assert "你的答案单元 ex01-turn-length" in report["reason"]
+    assert report["guard_findings"][0].startswith("after the answer cell ex01-turn-length ran: ")
 
 
 @pytest.mark.parametrize("technique", sorted(CAUGHT_BY_THE_VALUES))

@@ -173,13 +173,15 @@ class Server:
             for header, _ in reader.feed(chunk):
                 if header["op"] == "result":
                     self.stand_ins.place(header.get("positions"))
+                    connection.sendall(wire.frame({"copied": True}))  # the answer's call ends on this word
                     connection.close()
                     return
                 connection.sendall(wire.frame(*self.stand_ins.serve(header)))
 
     def end(self):
-        student_side._send_result(None)
-        self.thread.join(5)
+        if self.thread.is_alive():  # once: the call's result ends the serving
+            student_side._send_result(None)
+            self.thread.join(5)
         student_side._connection.update(path=None, socket=None)
         student_side._files.clear()
 

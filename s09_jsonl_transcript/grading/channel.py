@@ -9,8 +9,11 @@ check cell reads as it does in the student's notebook: `got = verify(path, head)
 Only data crosses, as JSON text written and read by wire.py: a call sends its arguments, and gets
 back the return value or the exception the answer raised. What JSON cannot hold crosses as a typed
 description (a tuple, a set, bytes, a path); anything else as an `Unreadable` that equals nothing,
-so a check that ignores it is not failed by it. An exception crosses with the built-in and lesson
-classes it derives from, so `except ValueError` in a check catches an answer's subclass of it.
+so a check that ignores it is not failed by it. An exception crosses as the classes the student's end
+names (wire.rebuild_exception): a built-in or lesson class named first is that class; any other becomes
+a class of the same name derived from the built-in and lesson classes named after it, so `except
+ValueError` in a check catches an answer's subclass of it. The student's end may name any classes,
+which is no more than raising them.
 Arguments that are not data cross as stand-ins served from this side:
 
 - a binary file (a CountingFile): every read is a request answered here, so the file's own counter
@@ -22,9 +25,11 @@ Arguments that are not data cross as stand-ins served from this side:
   iterator raises is raised in the answer;
 - a clock (any other callable): each tick is asked for;
 - a path (pathlib.Path) or a transcript (JSONLTranscript): the file or folder is copied into the
-  exchange folder, which both kernels see, before the call, and copied back after it (exchange.py:
-  regular files and folders only, no link in any part of a path), so the check inspects what the
-  answer wrote; a path the answer returns into that folder comes back as the check's own path;
+  exchange folder, which both kernels see, before the call, and copied back once the answer has
+  returned, the student's side frozen meanwhile where the grader has a freezer (exchange.py: regular
+  files and folders only, no link in any part of a path, nothing opened that can block), so the check
+  inspects what the answer left when it returned; a path the answer returns into that folder comes
+  back as the check's own path;
 - an object an answer's class made: it stays in the student's kernel; here it is a handle whose
   methods and attributes are calls.
 
@@ -37,6 +42,8 @@ died).
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import socket
@@ -51,6 +58,7 @@ EXCHANGE_VARIABLE = "S09_EXCHANGE"  # the folder both kernels see
 TIMEOUT_VARIABLE = "S09_CALL_TIMEOUT"  # seconds one call (or one cell of the program) may take
 GUARD_VARIABLE = "S09_STUDENT_GUARD"  # the guard's key file, when the student's kernel has the guard
 STATE_VARIABLE = "S09_STUDENT_STATE"  # a file the grader fills in, from outside, once the kernel stops or goes
+FREEZER_VARIABLE = "S09_FREEZER"  # the grader's socket that freezes and thaws the student's side (freezer.py)
 SOCKET_NAME = "calls.sock"  # beside the connection file: where the student's end asks for what its stand-ins need
 MESSAGE_LIMIT = 64 << 20  # bytes: a longer message from the student's kernel on its zmq channels is dropped unread
 EXCHANGE_LIMIT = 64 << 20  # bytes copied back from the exchange folder after one call
@@ -89,6 +97,28 @@ RESERVED = ("AnswerFailed", "AnswerTimedOut", "AnswerRefused", "AnswerNotCalled"
             "StudentKernelStopped")
 
 
+CALL_CODE = "__import__('s09_jsonl_transcript.grading.student_side', fromlist=['call']).call"
+EVIDENCE_LIMIT = 8  # findings a tampering verdict carries to the reports (of the guard's 20 at most)
+_DETAIL_LIMIT = 200  # characters of each finding's kernel text
+
+
+def tampering_evidence(where: dict, problems: list) -> str:
+    """TamperingDetected's message: JSON of where the guard looked (the cell, or the call and its answer cell)
+    and what it found, [watched item, what changed] each; the probe reads it back (probe.read_evidence)."""
+    found = []
+    for problem in problems[:EVIDENCE_LIMIT]:
+        item, detail = problem if isinstance(problem, list) and len(problem) == 2 else ("?", problem)
+        found.append([str(item)[:40], str(detail)[:_DETAIL_LIMIT]])
+    return json.dumps({"where": where, "found": found})
+
+
+def _exchange_words(error: Exception) -> str:
+    """Why the exchange folder could not be copied, in the grader's words (Interfered says it itself)."""
+    if isinstance(error, exchange.Interfered):
+        return str(error)
+    return f"the exchange folder could not hold the check's files ({getattr(error, 'strerror', None) or error})"
+
+
 def known_exceptions() -> dict:
     """The exceptions a crossing one may be rebuilt as: the built-in ones and the lesson's."""
     from s09_jsonl_transcript import code
@@ -106,23 +136,27 @@ class StudentKernel:
         self._lost = None  # why the kernel no longer answers, once it does not
         self._calls = 0
         self._paths = {}  # resolved path on this side -> its folder's number in the exchange folder
+        self._numbers = itertools.count(1)  # each path's own number, never reused while the grading lasts
+        self._freezer = _Freezer(os.environ.get(FREEZER_VARIABLE))
         self._stand_ins = StandIns()
         self._link = None
         self._exchange = None  # a descriptor of the exchange folder, opened before any student code ran
         self._guard_key = None
         self._printed, self._tail = 0, ""  # what the answers printed during the current cell
-        self.left_out = []  # what the last copy back left out, and why
+        self._left_out = []  # ... and why their copies back left something out
+        self._copy_problem = None  # why the last copy back could not be made, if it could not
+        self._where = {}  # what the student's kernel is running: {"cell": label} or {"call": name, "cell": label}
         _reset_each_cell(self)
 
     # ------------------------------------------------------------------ the proxies
 
-    def answer(self, name: str):
-        """A callable that calls the student's function name; its result is plain data."""
-        return AnswerFunction(self, name)
+    def answer(self, name: str, cell: str | None = None):
+        """A callable that calls the student's function name (defined in answer cell cell); its result is data."""
+        return AnswerFunction(self, name, cell)
 
-    def answer_class(self, name: str):
+    def answer_class(self, name: str, cell: str | None = None):
         """A callable that makes an instance of the student's class name; its result is a handle."""
-        return AnswerClass(self, name)
+        return AnswerClass(self, name, cell)
 
     # ------------------------------------------------------------------ the student's program
 
@@ -133,6 +167,7 @@ class StudentKernel:
         stop = labels.index(label) + 1
         for cell in program[self._ran:stop]:
             if self._lost is None:
+                self._where = {"cell": cell["label"]}
                 self._execute(cell["code"])
         self._ran = max(self._ran, stop)
 
@@ -143,8 +178,14 @@ class StudentKernel:
 
     # ------------------------------------------------------------------ one call
 
-    def call(self, request: dict):
-        """Send one call; return its result as data (or a handle); raise what it raised."""
+    def call(self, request: dict, cell: str | None = None):
+        """Send one call (of an answer defined in answer cell cell); return its result as data (or a handle);
+        raise what it raised.
+
+        The exchange folder is copied out before the call and copied back once the answer has
+        returned, while the student's side is frozen (see _copy_back); a copy that the student's
+        side makes impossible costs this call, with the reason (AnswerRefused), and no other.
+        """
         if self._lost:
             raise AnswerNotCalled(f"not called: {self._lost}")
         self._calls += 1
@@ -154,11 +195,17 @@ class StudentKernel:
         wire_request.update(call=call_id, socket=self._link.path,
                             args=wire.encode(list(request.get("args", ())), self._argument),
                             kwargs=wire.encode(dict(request.get("kwargs", {})), self._argument))
-        self._sync_out()
-        code = ("__import__('s09_jsonl_transcript.grading.student_side', fromlist=['call']).call("
-                f"{json.dumps(wire_request)!r})")
+        called = request.get("name") or request.get("method") or request.get("attribute")
+        self._where = {"call": str(called), "cell": cell} if cell else {"call": str(called)}
+        try:
+            self._sync_out()
+        except (exchange.Interfered, OSError) as error:
+            raise AnswerRefused(f"not called: {_exchange_words(error)}") from None
+        code = f"{CALL_CODE}({json.dumps(wire_request)!r})"
+        self._copy_problem = None
         result = self._execute(code, call_id=call_id)
-        self._sync_back()
+        if self._copy_problem is not None:
+            raise AnswerRefused(f"the answer's files could not be copied back: {self._copy_problem}")
         return self._result(result)
 
     def _result(self, result):
@@ -180,7 +227,7 @@ class StudentKernel:
             raise AnswerRefused(f"the answer returned more than {wire.VALUE_LIMIT >> 20} MiB of data, the limit of "
                                 "what crosses to the checks")
         if type(header.get("object")) is int:
-            return RemoteObject(self, header["object"])
+            return RemoteObject(self, header["object"], self._where.get("cell"))
         if header.get("callable") is True:
             return CALLABLE
         if "value" in header:
@@ -198,8 +245,9 @@ class StudentKernel:
             self._tail = (self._tail + (tail if isinstance(tail, str) else ""))[-OUTPUT_TAIL:]
 
     def cell_output(self) -> str:
-        """What the answers printed during the current cell, as JSON: {"characters": n, "tail": "..."}."""
-        return json.dumps({"characters": self._printed, "tail": self._tail})
+        """What the answers printed during the current cell, and what copying back their files left out, as JSON:
+        {"characters": n, "tail": "...", "left_out": ["why", ...]}."""
+        return json.dumps({"characters": self._printed, "tail": self._tail, "left_out": self._left_out})
 
     # ------------------------------------------------------------------ the kernel's messages
 
@@ -236,24 +284,34 @@ class StudentKernel:
                 return
         self._lost = "the student's kernel did not start"
 
-    def _execute(self, code: str, *, call_id: str | None = None):
-        """Run code in the student's kernel, serving its stand-ins' requests; return the call's result, if any."""
+    def _execute(self, code: str, *, call_id: str | None = None, kind: str | None = None):
+        """Run code in the student's kernel, serving its stand-ins' requests; return the call's result, if any.
+
+        kind says what the guard's verdict is about: a "call" (call_id given) or a "cell".
+        """
+        kind = kind or ("call" if call_id else "cell")
         client = self._connect()
         if self._lost:
             raise AnswerNotCalled(f"not called: {self._lost}")
         import zmq
 
         message_id = client.execute(code, store_history=False, allow_stdin=False, stop_on_error=False,
-                                    user_expressions=self._verdict_request())
+                                    user_expressions=self._verdict_request(kind))
         shell = client.shell_channel.socket
         started = last_beat = time.monotonic()
         answered = []  # the call's result, once it came
 
         def answer(header, data):
-            if self._answer(header, data, call_id) is not None:
-                answered.append((header, data))
-                return True
-            return False
+            nonlocal started, last_beat
+            if self._answer(header, data, call_id) is None:
+                return False
+            answered.append((header, data))
+            paused = time.monotonic()
+            self._copy_back()
+            resumed = time.monotonic()
+            started += resumed - paused  # the freeze is the grader's time, not the call's
+            last_beat = resumed  # nor can a frozen kernel beat
+            return True
 
         poller, watched = zmq.Poller(), None
         poller.register(shell, zmq.POLLIN)
@@ -282,8 +340,23 @@ class StudentKernel:
                 if reply.get("parent_header", {}).get("msg_id") == message_id:
                     self._link.pump(answer, accept=True, until=0)  # what was sent before the reply
                     result = answered[-1] if answered else None
-                    self._read_reply(reply, result, asked_again=not code)
+                    self._read_reply(reply, result, asked_again=not code, kind=kind)
                     return result
+
+    def _copy_back(self) -> None:
+        """The answer returned: copy back what it left in the exchange folder, the student's side frozen, then
+        tell its end, which waits for this before it lets go of anything the answer returned.
+
+        Frozen (the grader's cgroup freezer, freezer.py), none of the student's processes or threads
+        can change a file while it is copied: what the check reads is what the answer left when it
+        returned. Where there is no freezer, they can, until the copy is done.
+        """
+        with self._freezer.frozen():
+            try:
+                self._sync_back()
+            except (exchange.Interfered, OSError) as error:
+                self._copy_problem = _exchange_words(error)
+        self._link.send({"copied": True})
 
     def _answer(self, header: dict, data: bytes, call_id: str | None):
         """Serve one request of the student's end: reply to it, or return it when it is the call's result."""
@@ -317,13 +390,14 @@ class StudentKernel:
 
     # ------------------------------------------------------------------ the guard (defence in depth)
 
-    def _verdict_request(self) -> dict:
+    def _verdict_request(self, kind: str = "cell") -> dict:
+        """The user expression that asks the guard for its verdict after a cell ("cell") or a call ("call")."""
         key = self._guard()
         if key is None:
             return {}
         self._nonce = os.urandom(16).hex()
         guard = "__import__('sys').modules['s09_jsonl_transcript.grading.guard']"
-        return {"s09_verdict": f"{guard}.verdict({self._nonce!r})"}
+        return {"s09_verdict": f"{guard}.verdict({self._nonce!r}, {kind!r})"}
 
     def _guard(self):
         path = os.environ.get(GUARD_VARIABLE)
@@ -331,13 +405,13 @@ class StudentKernel:
             self._guard_key = bytes.fromhex(json.loads(Path(path).read_text(encoding="utf-8"))["key"])
         return self._guard_key
 
-    def _read_reply(self, reply: dict, result, asked_again: bool) -> None:
+    def _read_reply(self, reply: dict, result, asked_again: bool, kind: str) -> None:
         """Make sure of the guard's verdict, also after a cell that failed."""
         content = reply.get("content") or {}
         if content.get("status") == "ok" or asked_again:  # an empty cell that fails, too, brings no verdict
             self._read_verdict(reply)
         elif self._guard() is not None:  # no user expressions after an error: an empty cell brings the verdict
-            self._execute("")
+            self._execute("", kind=kind)
 
     def _read_verdict(self, reply: dict) -> None:
         """Raise TamperingDetected when the guard's signed verdict is missing, forged or names a change."""
@@ -357,11 +431,10 @@ class StudentKernel:
         except Exception:  # noqa: BLE001 - anything malformed is no verdict
             genuine, problems = False, None
         if not genuine:
-            self._lost = "the guard in the student's kernel gave no genuine verdict"
-            raise TamperingDetected("the guard in the student's kernel gave no genuine verdict")
+            problems = [["verdict", "the guard in the student's kernel gave no genuine verdict"]]
         if problems:
             self._lost = "the guard in the student's kernel found its machinery changed"
-            raise TamperingDetected("; ".join(str(problem) for problem in problems)[:2000])
+            raise TamperingDetected(tampering_evidence(self._where, problems))
 
     # ------------------------------------------------------------------ what crosses
 
@@ -395,8 +468,8 @@ class StudentKernel:
 
     def _exchange_path(self, path: Path) -> str:
         key = Path(os.path.abspath(path))
-        if key not in self._paths:
-            self._paths[key] = len(self._paths) + 1
+        if key not in self._paths:  # a number of its own: a path dropped below never gives its number away
+            self._paths[key] = next(self._numbers)
         return f"{os.environ[EXCHANGE_VARIABLE]}/files/{self._paths[key]}/{key.name or 'root'}"
 
     def _folder_of(self, number: int) -> int:
@@ -424,7 +497,7 @@ class StudentKernel:
                 exchange.copy_back(folder, here.name or "root", here, budget)
             finally:
                 os.close(folder)
-        self.left_out = budget.left_out
+        self._left_out += [why for why in budget.left_out if why not in self._left_out]
 
 
 def _reset_each_cell(kernel: StudentKernel) -> None:
@@ -435,12 +508,60 @@ def _reset_each_cell(kernel: StudentKernel) -> None:
         return
 
     def reset(*_):
-        kernel._printed, kernel._tail = 0, ""
+        kernel._printed, kernel._tail, kernel._left_out = 0, "", []
 
     shell.events.register("pre_run_cell", reset)
 
 
 _BURST_WAIT = 0.05  # seconds the channel waits for a stand-in's next request before it looks at the kernel again
+
+
+_FREEZER_WAIT = 30.0  # seconds to wait for the grader to freeze or thaw (it answers sooner, frozen or not)
+
+
+class _Freezer:
+    """This side's line to the grader, outside both sandboxes, which freezes the student's side and thaws it.
+
+    The socket is in a folder only the trusted sandbox sees (the grader's watch folder), so no answer can
+    ask for a thaw. Without it (a run by hand, no freezer group), or when the grader does not answer,
+    nothing is frozen and the copy goes on: the report says whether a freezer exists.
+    """
+
+    def __init__(self, path: str | None):
+        self.path, self.connection = path, None
+
+    @contextlib.contextmanager
+    def frozen(self):
+        """Context manager: the student's side frozen inside it, where the grader can freeze it."""
+        asked = self._ask(b"F")
+        try:
+            yield
+        finally:
+            if asked:
+                self._ask(b"T")
+
+    def _ask(self, what: bytes) -> bool:
+        """Send one request (F: freeze, T: thaw); True once the grader has answered it."""
+        if not self.path:
+            return False
+        try:
+            if self.connection is None:
+                made = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                made.settimeout(_FREEZER_WAIT)
+                address, folder = wire.socket_address(self.path)
+                try:
+                    made.connect(address)
+                finally:
+                    if folder is not None:
+                        os.close(folder)
+                self.connection = made
+            self.connection.sendall(what)
+            return bool(self.connection.recv(16))
+        except OSError:
+            if self.connection is not None:
+                self.connection.close()
+            self.connection = None
+            return False
 
 
 class _Link:
@@ -606,13 +727,13 @@ def _timeout() -> float:
 
 
 class AnswerFunction:
-    """Calls one of the student's functions across the channel."""
+    """Calls one of the student's functions (defined in answer cell cell) across the channel."""
 
-    def __init__(self, kernel: StudentKernel, name: str):
-        self._kernel, self.__name__ = kernel, name
+    def __init__(self, kernel: StudentKernel, name: str, cell: str | None = None):
+        self._kernel, self.__name__, self._cell = kernel, name, cell
 
     def __call__(self, *args, **kwargs):
-        return self._kernel.call({"name": self.__name__, "args": args, "kwargs": kwargs})
+        return self._kernel.call({"name": self.__name__, "args": args, "kwargs": kwargs}, self._cell)
 
     def __repr__(self):
         return f"<the student's {self.__name__}, called in the student's kernel>"
@@ -622,23 +743,23 @@ class AnswerClass(AnswerFunction):
     """Makes an instance of one of the student's classes; the instance stays in the student's kernel."""
 
     def __call__(self, *args, **kwargs):
-        return self._kernel.call({"name": self.__name__, "args": args, "kwargs": kwargs, "keep": True})
+        return self._kernel.call({"name": self.__name__, "args": args, "kwargs": kwargs, "keep": True}, self._cell)
 
 
 class RemoteObject:
     """A handle on an object in the student's kernel: its methods and attributes are calls."""
 
-    def __init__(self, kernel: StudentKernel, handle: int):
-        self._kernel, self._handle = kernel, handle
+    def __init__(self, kernel: StudentKernel, handle: int, cell: str | None = None):
+        self._kernel, self._handle, self._cell = kernel, handle, cell
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        value = self._kernel.call({"object": self._handle, "attribute": name})
+        value = self._kernel.call({"object": self._handle, "attribute": name}, self._cell)
         if value is not CALLABLE:
             return value
         return lambda *args, **kwargs: self._kernel.call(
-            {"object": self._handle, "method": name, "args": args, "kwargs": kwargs})
+            {"object": self._handle, "method": name, "args": args, "kwargs": kwargs}, self._cell)
 
 
 student = StudentKernel()

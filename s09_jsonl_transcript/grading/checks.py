@@ -89,8 +89,9 @@ class UnsyncedFileIO(FileIO):
 def pair(value):
     """value as a tuple when it is a list or a tuple, else value itself.
 
-    In a grading run an answer's return value crosses to the checks as JSON, where a tuple (or a
-    namedtuple) becomes a list; a check that expects a pair compares pair(got) with it.
+    In a grading run an answer's tuple (or namedtuple) crosses to the checks as a tuple; run in plain
+    Python it is whatever the answer returned. An answer may also return a list: a check that expects
+    a pair compares pair(got) with it, so a pair written either way is read the same.
     """
     return tuple(value) if isinstance(value, (list, tuple)) else value
 

@@ -10,6 +10,13 @@ FOLDER_DEPTH levels, nor wider than ENTRY_LIMIT entries in all, so a student's t
 time and no recursion. What is moved aside stays in the exchange folder, on the channel's
 size-limited file system, until the grading ends.
 
+Nothing here waits on what a student made: every name in the exchange folder is opened with
+O_NONBLOCK (a named pipe would otherwise wait for its other end) and O_NOFOLLOW, and the descriptor it
+gives is checked with fstat to be a regular file before a byte moves. A name the student's side keeps
+turning into something else while a copy runs (a child re-creating a pipe in a loop) makes the copy
+give up on that name after a few attempts, with the reason (Interfered): it costs that call, never
+the grading's time.
+
 `remove_tree` is the grader's clean-up of a folder the student may have filled: iterative, one
 open folder at a time, for trees of any depth.
 """
@@ -22,11 +29,19 @@ import shutil
 import stat
 from pathlib import Path
 
+from .words import both
+
 FOLDER_DEPTH = 16  # levels below a folder a check handed over that are copied back
 ENTRY_LIMIT = 4096  # files and folders copied back after one call
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-_WRITE = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOT_BLOCKING = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | _NOT_BLOCKING
+_READ = os.O_RDONLY | _NOT_BLOCKING
+_READ_WRITE = os.O_RDWR | os.O_CREAT | _NOT_BLOCKING
+ATTEMPTS = 3  # times a name is set aside and opened again before a copy gives up on it
+
+
+class Interfered(RuntimeError):
+    """The student's side kept putting something that is not a regular file where a check's file goes."""
 
 
 def _kind(parent: int, name: str):
@@ -50,15 +65,25 @@ def set_aside(parent: int, name: str) -> None:
 
 
 def open_folder(parent: int, name: str, *, create: bool = False) -> int:
-    """A descriptor of the folder name in parent, never through a link; with create, made if it is not one."""
-    if create:
+    """A descriptor of the folder name in parent, never through a link; with create, made if it is not one.
+
+    With create, whatever else holds the name is set aside, ATTEMPTS times at most: then Interfered.
+    """
+    if not create:
+        return os.open(name, _FOLDER, dir_fd=parent)
+    for _ in range(ATTEMPTS):
         if _kind(parent, name) not in (stat.S_IFDIR, None):
             set_aside(parent, name)
         try:
             os.mkdir(name, 0o777, dir_fd=parent)
         except FileExistsError:
             pass
-    return os.open(name, _FOLDER, dir_fd=parent)
+        try:
+            return os.open(name, _FOLDER, dir_fd=parent)
+        except OSError:  # swapped for a link, a file or nothing since the look: look again
+            continue
+    raise Interfered(f"the student's side kept putting something that is not a folder where the check's folder "
+                     f"{name!r} goes in the exchange folder")
 
 
 def open_path(root: int, parts, *, create: bool = False) -> int:
@@ -101,23 +126,47 @@ def copy_out(source: Path, parent: int, name: str) -> None:
         set_aside(parent, name)
         return
     data = Path(source).read_bytes()
-    if _kind(parent, name) not in (stat.S_IFREG, None):
-        set_aside(parent, name)
-    if _same_bytes(parent, name, data):
-        return
-    fd = os.open(name, _WRITE, 0o666, dir_fd=parent)
-    with open(fd, "wb") as file:  # in place: what the answer opened sees the change
+    for _ in range(ATTEMPTS):
+        fd = _open_regular(parent, name)
+        if fd is not None:
+            break
+    else:
+        raise Interfered(f"the student's side kept putting something that is not a file (a pipe, a socket or a "
+                         f"link) where the check's file {name!r} goes in the exchange folder")
+    with open(fd, "r+b") as file:  # in place: what the answer opened sees the change
+        if file.read(len(data) + 1) == data:
+            return
+        file.seek(0)
         file.write(data)
         file.truncate()
 
 
-def _same_bytes(parent: int, name: str, data: bytes) -> bool:
+def _open_regular(parent: int, name: str) -> int | None:
+    """A descriptor of the regular file name in parent, open for reading and writing (made if missing), or
+    None after setting aside whatever else was there: a pipe, a socket, a link, a folder.
+
+    It never blocks (O_NONBLOCK: a pipe's open would wait for its other end) and never follows a
+    link (O_NOFOLLOW); what it opened is checked on the descriptor, so a name swapped between a look
+    and the open is caught.
+    """
     try:
-        fd = os.open(name, _READ, dir_fd=parent)
-    except OSError:
-        return False
-    with open(fd, "rb") as file:
-        return stat.S_ISREG(os.fstat(file.fileno()).st_mode) and file.read(len(data) + 1) == data
+        fd = os.open(name, _READ_WRITE, 0o666, dir_fd=parent)
+    except FileNotFoundError:
+        raise  # the folder itself went: the caller's error
+    except OSError:  # ENXIO (a pipe with no reader, a socket), ELOOP (a link), EISDIR, ETXTBSY ...
+        set_aside(parent, name)
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        set_aside(parent, name)
+        return None
+    return fd
+
+
+# Why a copy back left something out, in the grader's words (a visible check that failed says them).
+NOT_FILES = both("links, pipes, sockets or devices", "链接、管道、套接字或设备")
+CHANGED_FOLDER = both("a folder that changed while it was copied", "复制时被改动的文件夹")
+CHANGED_FILE = both("a file that changed while it was copied", "复制时被改动的文件")
 
 
 class Budget:
@@ -144,16 +193,16 @@ def copy_back(parent: int, name: str, target: Path, budget: Budget, depth: int =
         return
     budget.entries -= 1
     if budget.entries < 0:
-        budget.note(f"more than {ENTRY_LIMIT:,} files and folders")
+        budget.note(both(f"more than {ENTRY_LIMIT:,} files and folders", f"超过 {ENTRY_LIMIT:,} 个文件和文件夹"))
         return
     if kind == stat.S_IFDIR:
         if depth >= FOLDER_DEPTH:
-            budget.note(f"folders more than {FOLDER_DEPTH} levels deep")
+            budget.note(both(f"folders more than {FOLDER_DEPTH} levels deep", f"超过 {FOLDER_DEPTH} 层深的文件夹"))
             return
         try:
             fd = open_folder(parent, name)
         except OSError:
-            budget.note("a folder that changed while it was copied")
+            budget.note(CHANGED_FOLDER)
             return
         try:
             if target.is_symlink() or (target.exists() and not target.is_dir()):
@@ -170,21 +219,21 @@ def copy_back(parent: int, name: str, target: Path, budget: Budget, depth: int =
             os.close(fd)
         return
     if kind != stat.S_IFREG:
-        budget.note("links, pipes or devices")
+        budget.note(NOT_FILES)
         remove_tree(target)
         return
     try:
         fd = os.open(name, _READ, dir_fd=parent)
     except OSError:
-        budget.note("a file that changed while it was copied")
+        budget.note(CHANGED_FILE)
         return
     with open(fd, "rb") as file:
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode):
-            budget.note("links, pipes or devices")
+            budget.note(NOT_FILES)
             return
         if info.st_size > budget.size:
-            budget.note(f"files past {budget.size:,} bytes in all")
+            budget.note(both(f"files past {budget.size:,} bytes in all", f"合计超过 {budget.size:,} 字节的文件"))
             return
         data = file.read(budget.size + 1)
     budget.size -= len(data)

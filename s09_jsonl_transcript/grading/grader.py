@@ -45,9 +45,10 @@ from .assemble import (
     student_program,
     trusted_notebook,
 )
+from .evidence import instructor_findings, student_reason
 from .runner import RunResult, RunSettings, run_notebook
 from .source import KIND_INSTRUCTOR, ExerciseSource, pass_line
-from .words import NOT_GRADED, NOT_RUN, OUT_OF_MEMORY, TAMPERING, both, labelled, printable
+from .words import NOT_GRADED, NOT_RUN, OUT_OF_MEMORY, both, labelled, printable
 
 GRADED, REJECTED, ERROR = "graded", "rejected", "error"
 
@@ -133,22 +134,16 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
                                                       "ends with:\n" + run.log_tail[-1000:]),
                        seconds=run.seconds, sandbox_note=box.note, seed=options.seed)
     if run.tampering:
-        reason = labelled(TAMPERING, GUARD_FOUND)
+        reason = student_reason(run.tampering, source)
         checks = [_check_entry(check, 0, reason) for check in source.checks]
         report = _report(label, source, GRADED, reason, checks, run.seconds, sandbox_note=box.note, seed=options.seed)
-        report["guard_findings"] = [printable(found)[:_FINDING_LIMIT] for found in run.tampering[:_FINDINGS_KEPT]]
+        report["guard_findings"] = instructor_findings(run.tampering, source)
         return report
     checks = _scored_checks(source, run, options)
     return _report(label, source, GRADED, _graded_reason(run, checks), checks, run.seconds, sandbox_note=box.note,
                    seed=options.seed)
 
 
-# What the guard saw is kernel text (a thread's name, a hook's): it may quote a hidden check, so a
-# student's report says only that something was found; the instructor's JSON report lists it.
-GUARD_FOUND = both("the grader's guard found the kernel's machinery changed (the instructor's report lists what)",
-                   "评分程序的守卫发现内核的机制被改动过（教师的报告里列出了细节）")
-_FINDING_LIMIT = 500
-_FINDINGS_KEPT = 5
 
 
 class ReferenceFailed(RuntimeError):

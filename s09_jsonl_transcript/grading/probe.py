@@ -363,7 +363,14 @@ def pytest_runtest_makereport(item, call):
         message["outputs"] = [dict(output) for output in getattr(item, "test_outputs", None) or []]
     elif result == "failed" and report.when == "call" and _role(item) == "check" and not _is_hidden(item):
         message["printed"] = _printed_by_the_answers(item)
+        left_out = (message["printed"] or {}).get("left_out")
+        if left_out:  # the grader's own words: why a file the check reads may be missing
+            message["feedback"] = _limited(f"{feedback} ({labelled(LEFT_OUT, '; '.join(left_out))})")
     _send(item.config, message)
+
+
+LEFT_OUT = both("copying back what the answers left in the exchange folder left out",
+                "把答案留在交换文件夹里的东西复制回来时略去了")
 
 
 _OUTPUT_EXPRESSION = ("__import__('s09_jsonl_transcript.grading.channel', fromlist=['student'])"
@@ -371,7 +378,8 @@ _OUTPUT_EXPRESSION = ("__import__('s09_jsonl_transcript.grading.channel', fromli
 
 
 def _printed_by_the_answers(item):
-    """What the answers printed in their own kernel while this check ran, as the trusted kernel recorded it.
+    """What the answers printed in their own kernel while this check ran, as the trusted kernel recorded it, and
+    why copying back their files left something out (exchange.Budget's words).
 
     Asked for after a visible check failed: the student reads it in the report. None when there is
     no second kernel or nothing could be asked.
@@ -386,7 +394,8 @@ def _printed_by_the_answers(item):
         kernel.await_reply(msg_id, timeout=10)
         answer = (kernel.s09_reply or {}).get("user_expressions", {}).get("s09_output", {})
         printed = json.loads(ast.literal_eval(answer["data"]["text/plain"]))
-        return {"characters": int(printed["characters"]), "tail": str(printed["tail"])[-2000:]}
+        return {"characters": int(printed["characters"]), "tail": str(printed["tail"])[-2000:],
+                "left_out": [str(why)[:200] for why in printed.get("left_out", [])[:8]]}
     except Exception:  # noqa: BLE001 - the record is a help for the student, never a reason to fail
         return None
 
@@ -398,11 +407,11 @@ def _judge(item, call, report) -> tuple:
     if report.when == "call" and _role(item) == "check" and getattr(item.config, "_s09_key", None) is not None:
         interference = _check_verdict(item, reply, must_hold=report.passed and status in (None, "ok"))
         if interference:
-            _send(item.config, {"kind": "tampering", "what": interference})
-            return "failed", labelled(TAMPERING, interference)
+            _send(item.config, {"kind": "tampering", "check": _check_name(item), **interference})
+            return "failed", labelled(TAMPERING, interference["what"])
     found = _tampering_found(item) if report.when == "call" else None
     if found is not None:  # the channel's guard check (channel.TamperingDetected) stopped the calls
-        _send(item.config, {"kind": "tampering", "what": found})
+        _send(item.config, {"kind": "tampering", "check": _check_name(item), **found})
         return "failed", labelled(TAMPERING, STUDENT_GUARD_FOUND)
     stopped_kernel = report.when == "call" and "StudentKernelStopped" in _error_names(item)
     if stopped_kernel and getattr(item.config, "_s09_stopped", None) is None:
@@ -423,12 +432,31 @@ STUDENT_GUARD_FOUND = both("the guard in the student's kernel found its machiner
                            "学生内核里的守卫发现内核的机制被改动过")
 
 
-def _tampering_found(item) -> str | None:
-    """What the guard in the student's kernel reported, when a check cell ended on it, else None."""
+def _tampering_found(item) -> dict | None:
+    """What the guard in the student's kernel reported, when a check cell ended on it (read_evidence), else None."""
     for output in getattr(item, "test_outputs", None) or []:
         if output.get("output_type") == "error" and output.get("ename") == "TamperingDetected":
-            return _ANSI.sub("", str(output.get("evalue") or ""))[:_FEEDBACK_LIMIT]
+            return read_evidence(_ANSI.sub("", str(output.get("evalue") or "")))
     return None
+
+
+def read_evidence(text: str) -> dict:
+    """{"what": the findings in the guard's words, "items": their watched items, "where": where they were seen}
+    from channel.TamperingDetected's message (channel.tampering_evidence); plain text stays what it says."""
+    try:
+        evidence = json.loads(text)
+        found = [pair for pair in evidence["found"] if isinstance(pair, list) and len(pair) == 2]
+        where = {str(key): str(value) for key, value in evidence["where"].items() if value is not None}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {"what": text[:_FEEDBACK_LIMIT], "items": [], "where": {}}
+    return {"what": "; ".join(str(detail) for _, detail in found)[:_FEEDBACK_LIMIT],
+            "items": [str(key) for key, _ in found], "where": where}
+
+
+def _check_name(item) -> str | None:
+    role = (getattr(getattr(item, "cell", None), "metadata", None) or {}).get("s09", {})
+    name = role.get("name") if isinstance(role, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _is_hidden(item) -> bool:
@@ -440,21 +468,24 @@ HIDDEN_DETAIL = both("a hidden check: the grader shows no details", "隐藏检�
 HIDDEN_FAILED = both("failed (a hidden check: the grader shows no details)", "未通过（隐藏检查：评分程序不显示细节）")
 
 
-def _check_verdict(item, reply, must_hold: bool) -> str | None:
-    """What the guard's verdict on this check shows, or None when it shows nothing wrong.
+def _check_verdict(item, reply, must_hold: bool) -> dict | None:
+    """What the guard's verdict on this check shows (as read_evidence gives it), or None when it shows nothing
+    wrong (the one-kernel run, where the guard watches the kernel that runs the checks).
 
     A check that passed must carry a genuine verdict; on a check that failed, only a genuine
     verdict naming an interference counts.
     """
     found, why = _read_verdict(item.config, reply, getattr(item, "_s09_nonce", ""))
     if found is None:
-        return why if must_hold else None
+        return {"what": why, "items": ["verdict"], "where": {}} if must_hold else None
     problems, cell = found
     if problems:
-        return "; ".join(str(problem) for problem in problems)[:_FEEDBACK_LIMIT]
+        pairs = [problem if isinstance(problem, list) and len(problem) == 2 else ["?", problem] for problem in problems]
+        return {"what": "; ".join(str(detail) for _, detail in pairs)[:_FEEDBACK_LIMIT],
+                "items": [str(key) for key, _ in pairs], "where": {}}
     if cell != hashlib.sha256(item.cell.source.encode()).hexdigest():
-        return both("the code the kernel ran for this check is not the check's own",
-                    "内核为这个检查运行的代码不是检查本身的代码")
+        return {"what": both("the code the kernel ran for this check is not the check's own",
+                             "内核为这个检查运行的代码不是检查本身的代码"), "items": ["transformers"], "where": {}}
     return None
 
 

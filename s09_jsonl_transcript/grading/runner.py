@@ -30,6 +30,7 @@ import psutil
 
 from . import channel, exchange, sandbox
 from .checks import SEED_VARIABLE
+from .freezer import FreezeServer
 from .source import notebook_json
 from .words import both
 
@@ -50,6 +51,31 @@ class CellOutcome:
     printed: dict | None = None  # what the answers printed while a visible check that failed ran
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One tampering verdict: what the guard found (kernel text), the watched items it names (guard.WATCHED's
+    keys), where it looked (the channel's {"cell": answer or setup label} or {"call": name, "cell": label})
+    and the check cell that ended on it."""
+
+    what: str
+    items: tuple = ()
+    where: tuple = ()  # (key, value) pairs of the channel's "where"
+    check: str | None = None
+
+    @classmethod
+    def of(cls, message: dict) -> Evidence:
+        """The evidence in a probe message, every part made a string (the message is the probe's, its text the
+        kernel's)."""
+        where = message.get("where")
+        items = message.get("items")
+        check = message.get("check")
+        return cls(str(message.get("what", "")),
+                   tuple(str(item)[:40] for item in items[:20]) if isinstance(items, list) else (),
+                   tuple((str(key)[:20], str(value)[:200]) for key, value in list(where.items())[:4])
+                   if isinstance(where, dict) else (),
+                   str(check)[:40] if check is not None else None)
+
+
 @dataclass
 class RunResult:
     """Everything one nbval run produced."""
@@ -59,7 +85,7 @@ class RunResult:
     exit_code: int | None = None  # pytest's exit status (None when it was killed)
     log_tail: str = ""  # the end of pytest's own output, for diagnosing the grader
     seconds: float = 0.0
-    tampering: list = field(default_factory=list)  # what the guard or the probe caught, one line each
+    tampering: list = field(default_factory=list)  # what the guard or the probe caught: Evidence, one each
     stopped: str | None = None  # why the probe stopped the notebook early (output limit, stopped kernel)
     memory_exceeded: str | None = None  # why, when the student's side (or the checks' side) ran out of memory
     clean_up: str | None = None  # what could not be removed afterwards (the grader's problem, not the notebook's)
@@ -103,7 +129,7 @@ def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) 
         if settings.sandboxed:
             view = sandbox.write_package_view(scratch / "package")
             with sandbox.acquire_slot() as slot, sandbox.grading_groups(settings.limits) as groups:
-                with _student_kernel(student, settings, slot=slot, groups=groups, view=view):
+                with _student_kernel(student, settings, groups.freezer, slot=slot, groups=groups, view=view):
                     result = _run_sandboxed(scratch, files, trusted, slot, groups, view, student)
                 if groups.student is not None and groups.student.ran_out():
                     result.memory_exceeded = _out_of_memory(settings.limits)
@@ -111,7 +137,7 @@ def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) 
                     result.memory_exceeded = (_out_of_memory if program is None else _checks_out_of_memory)(
                         settings.limits)
         else:
-            with _student_kernel(student, settings):
+            with sandbox.freezer_group() as freezer, _student_kernel(student, settings, freezer):
                 result = _run_unsandboxed(scratch, files, trusted, student)
     finally:
         if quota is not None:
@@ -129,6 +155,7 @@ PROGRAM = "student_program.json"  # in the trusted run's folder only
 STUDENT_GUARD = "student_guard.json"  # the guard's key, for the trusted side
 SANDBOX_WATCH = "/tmp/watch"  # the trusted sandbox's view of the folder where the grader says how the student's
 STUDENT_STATE = "state"  # kernel is (the file in it); the student's sandbox does not see it
+FREEZER_SOCKET = "freezer.sock"  # in the watch folder: where the trusted side asks for a freeze (freezer.py)
 _WATCH_SECONDS = 0.1
 
 
@@ -179,6 +206,7 @@ def _prepare_student(scratch: Path, files: dict, program: tuple, settings: RunSe
         environment[channel.GUARD_VARIABLE] = f"{trusted_root}/{STUDENT_GUARD}"
     environment[channel.PROGRAM_VARIABLE] = f"{trusted_root}/{PROGRAM}"
     environment[channel.STATE_VARIABLE] = f"{SANDBOX_WATCH if settings.sandboxed else watch}/{STUDENT_STATE}"
+    environment[channel.FREEZER_VARIABLE] = f"{SANDBOX_WATCH if settings.sandboxed else watch}/{FREEZER_SOCKET}"
     for relative, text in trusted.items():
         (scratch / relative).write_text(text, encoding="utf-8")
         files[relative] = scratch / relative
@@ -195,25 +223,35 @@ GUARD_KEY_FILE = "s09_guard.json"  # the guard reads it from its kernel's profil
 
 
 class _student_kernel:
-    """Context manager: the student's kernel runs while the trusted run does; then it is killed."""
+    """Context manager: the student's kernel runs while the trusted run does; then it is killed.
 
-    def __init__(self, student: _Student | None, settings: RunSettings, **sandboxing):
-        self.student, self.settings, self.sandboxing = student, settings, sandboxing
+    With a freezer group (sandbox.FreezerGroup), the kernel and everything it starts are in it, and a
+    FreezeServer freezes and thaws them when the trusted side asks.
+    """
+
+    def __init__(self, student: _Student | None, settings: RunSettings, freezer=None, **sandboxing):
+        self.student, self.settings, self.freezer, self.sandboxing = student, settings, freezer, sandboxing
         self.ending = threading.Event()
-        self.watcher = None
+        self.watcher = self.server = None
 
     def __enter__(self):
         if self.student is None:
             return None
-        if self.settings.sandboxed:
+        self.server = FreezeServer(self.student.watch / FREEZER_SOCKET, self.freezer)
+        if self.settings.sandboxed:  # the sandbox joins the freezer group before it starts (groups.joined_by)
             self.student.process = _start_student_sandboxed(self.student, self.settings, **self.sandboxing)
         else:
             self.student.process = _start_student_unsandboxed(self.student)
-        self.watcher = threading.Thread(target=_watch_student, args=(self.student, self.ending), daemon=True)
+            if self.freezer is not None:  # before the kernel runs a line of the student's: it waits for cells
+                self.freezer.add(self.student.process.pid)
+        self.watcher = threading.Thread(target=_watch_student, args=(self.student, self.ending, self.server),
+                                        daemon=True)
         self.watcher.start()
         return self.student
 
     def __exit__(self, *exc_info):
+        if self.server is not None:
+            self.server.close()  # thawed: a frozen process could not be killed
         process = self.student.process if self.student is not None else None
         if process is None:
             return
@@ -227,14 +265,17 @@ class _student_kernel:
             process.wait()
 
 
-def _watch_student(student: _Student, ending: threading.Event) -> None:
+def _watch_student(student: _Student, ending: threading.Event, server: FreezeServer) -> None:
     """Until ending is set: once the student's kernel is stopped (SIGSTOP) or gone, say so in its state file.
 
     The trusted side cannot see the student's processes (another sandbox); from here they are in view.
     It reads the file only when the heartbeat has stopped, to tell a stopped kernel from a dead one.
+    A kernel the grader froze is neither: while the server has it frozen, nothing is said.
     """
     said = ""
     while not ending.wait(_WATCH_SECONDS) and said != channel.GONE:
+        if server.frozen:
+            continue
         state = _student_state(student.process)
         if state != said:
             fresh = student.watch / f".{STUDENT_STATE}"
@@ -526,7 +567,7 @@ class _Listener(threading.Thread):
                 tuple(output for output in outputs if isinstance(output, dict)) if isinstance(outputs, list) else (),
                 printed if isinstance(printed, dict) else None)
         elif kind == "tampering":
-            self.result.tampering.append(str(message.get("what", "")))
+            self.result.tampering.append(Evidence.of(message))
         elif kind == "stopped":
             self.result.stopped = str(message.get("why", ""))
         elif kind == "guard":

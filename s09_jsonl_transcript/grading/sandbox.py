@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import itertools
 import os
@@ -123,18 +124,19 @@ def status(mode: str = AUTO) -> Status:
     if mode not in MODES:
         raise ValueError(f"sandbox mode must be one of {', '.join(MODES)}")
     if mode == OFF:
-        return Status(False, labelled(UNSANDBOXED, both("--sandbox off was given", "指定了 --sandbox off")))
+        return Status(False, labelled(UNSANDBOXED, "; ".join((both("--sandbox off was given", "指定了 --sandbox off"),
+                                                              freezer_note()))))
     problem = _probe()
     if problem is None:
         limits = Limits()
         return Status(True, labelled(SANDBOXED, "; ".join((limits.describe(), memory_note(limits),
-                                                            quota_note(limits)))))
+                                                            quota_note(limits), freezer_note()))))
     english, chinese = problem
     if mode == REQUIRED:
         raise SandboxUnavailable(both(f"--sandbox required, but {english}", f"指定了 --sandbox required，但{chinese}"))
-    return Status(False, labelled(UNSANDBOXED, both(
+    return Status(False, labelled(UNSANDBOXED, "; ".join((both(
         f"{english}; the kernel runs as the grader's own user and can reach everything that user can",
-        f"{chinese}；内核以评分程序自己的用户身份运行，这个用户能访问的一切它都能访问")))
+        f"{chinese}；内核以评分程序自己的用户身份运行，这个用户能访问的一切它都能访问"), freezer_note()))))
 
 
 @functools.lru_cache(maxsize=None)
@@ -321,15 +323,18 @@ def memory_group(slot: int, limits: Limits):
 
 @dataclass(frozen=True)
 class Groups:
-    """One grading's control groups: a memory group per side (the student's, the checks'), one CPU group."""
+    """One grading's control groups: a memory group per side (the student's, the checks'), one CPU group, and a
+    freezer group for the student's side."""
 
     student: MemoryGroup | None = None
     trusted: MemoryGroup | None = None
     cpu: MemoryGroup | None = None
+    freezer: FreezerGroup | None = None
 
     def joined_by(self, side: str) -> tuple:
-        """The groups a side's sandbox joins ("student" or "trusted")."""
-        return tuple(group for group in (getattr(self, side), self.cpu) if group is not None)
+        """The groups a side's sandbox joins ("student" or "trusted"); only the student's joins the freezer group."""
+        extra = self.freezer if side == "student" else None
+        return tuple(group for group in (getattr(self, side), self.cpu, extra) if group is not None)
 
 
 @contextlib.contextmanager
@@ -338,20 +343,143 @@ def grading_groups(limits: Limits):
 
     Each kernel's side gets its own memory limit (a large value copied on the checks' side is not
     charged to the student's, nor the other way round), and the grading one CPU weight, so that a
-    submission that keeps every core busy slows no neighbour more than its share.
+    submission that keeps every core busy slows no neighbour more than its share. The student's
+    side gets a freezer group (freezer_group), wherever one can be made.
     """
-    if memory_cgroup_problem() is not None:
-        yield Groups()
+    with freezer_group() as freezer:
+        if memory_cgroup_problem() is not None:
+            yield Groups(freezer=freezer)
+            return
+        _remove_left_behind()
+        made = []
+        try:
+            made.append(_new_group(_make_group, ("memory group", "内存组"), limits.total_memory))
+            made.append(_new_group(_make_group, ("memory group", "内存组"), limits.trusted_memory))
+            made.append(_new_group(_make_cpu_group, ("CPU group", "CPU 组"), limits.cpu_shares))
+            yield Groups(*made, freezer=freezer)
+        finally:
+            _release(made)
+
+
+# --------------------------------------------------------------------------- the freezer
+
+CGROUP_FREEZER = Path("/sys/fs/cgroup/freezer")  # cgroup v1's freezer
+CGROUP_UNIFIED = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))  # where cgroup v2 may be mounted
+FREEZE_WAIT = 5.0  # seconds a freeze may take before the copy goes on regardless
+
+
+class FreezerGroup(MemoryGroup):
+    """A cgroup whose processes the grader freezes and thaws, from outside: cgroup v1's freezer (freezer.state)
+    or cgroup v2's cgroup.freeze (unified). A frozen process runs no instruction, in no thread, and even a
+    kill waits until it is thawed: remove() thaws first."""
+
+    def __init__(self, path: Path, unified: bool = False):
+        super().__init__(path)
+        self.unified = unified
+
+    def freeze(self, wait: float = FREEZE_WAIT) -> bool:
+        """Freeze every process of the group; True once all are frozen, False if wait seconds were not enough."""
+        self._write("1" if self.unified else "FROZEN")
+        deadline = time.monotonic() + wait
+        while not self.is_frozen():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.001)
+        return True
+
+    def is_frozen(self) -> bool:
+        """True while every process of the group is frozen."""
+        try:
+            if self.unified:
+                return "frozen 1" in (self.path / "cgroup.events").read_text().splitlines()
+            return (self.path / "freezer.state").read_text().strip() == "FROZEN"
+        except OSError:
+            return False
+
+    def thaw(self) -> None:
+        """Let the group's processes run again (nothing happens to a group that is not frozen)."""
+        try:
+            self._write("0" if self.unified else "THAWED")
+        except OSError:
+            pass
+
+    def add(self, pid: int) -> None:
+        """Put a process (and so everything it starts from then on) in the group."""
+        Path(self.procs).write_text(str(pid))
+
+    def remove(self, attempts: int = 50) -> bool:
+        """Thaw, then remove the group once its processes are gone; True if gone."""
+        self.thaw()
+        return super().remove(attempts)
+
+    def _write(self, value: str) -> None:
+        (self.path / ("cgroup.freeze" if self.unified else "freezer.state")).write_text(value)
+
+
+def _freezer_root() -> tuple | None:
+    """(the hierarchy's folder, whether it is cgroup v2) of the freezer this machine mounts, or None."""
+    if (CGROUP_FREEZER / "cgroup.procs").exists():
+        return CGROUP_FREEZER, False
+    for root in CGROUP_UNIFIED:
+        if (root / "cgroup.controllers").exists():
+            return root, True
+    return None
+
+
+def _make_freezer_group(name: str, root: tuple | None = None) -> FreezerGroup:
+    folder, unified = root or _freezer_root()
+    parent = folder / _CGROUP_PARENT
+    parent.mkdir(exist_ok=True)
+    path = parent / name
+    path.mkdir()
+    group = FreezerGroup(path, unified)
+    if not (path / ("cgroup.freeze" if unified else "freezer.state")).exists():
+        group.remove()
+        raise OSError(errno.EOPNOTSUPP, "the group has no freezer")
+    return group
+
+
+@functools.lru_cache(maxsize=None)
+def freezer_problem() -> tuple | None:
+    """None when this process can make a freezer group, else why not (in English, in Chinese)."""
+    if os.geteuid() != 0:
+        return "only root can freeze a group of processes", "只有 root 才能冻结一组进程"
+    if _freezer_root() is None:
+        return ("no cgroup freezer (neither cgroup v1's at /sys/fs/cgroup/freezer nor cgroup v2's cgroup.freeze)",
+                "没有 cgroup 冻结器（/sys/fs/cgroup/freezer 下没有 cgroup v1 的，也没有 cgroup v2 的 cgroup.freeze）")
+    try:
+        _make_freezer_group(f"probe-{os.getpid()}-{_GROUP_TAG}").remove()
+    except OSError as error:
+        return (f"cannot make a freezer group ({error.strerror or error})",
+                f"无法创建冻结组（{error.strerror or error}）")
+    return None
+
+
+def freezer_note() -> str:
+    """Whether the student's side is frozen while what an answer left is copied back, in both languages."""
+    problem = freezer_problem()
+    if problem is None:
+        return both("the student's side is frozen (a cgroup freezer) from each answer's return until what it left "
+                    "is copied back", "从每个答案返回到把它留下的东西复制回来为止，学生一方被冻结（cgroup 冻结器）")
+    return both(f"no freezer: {problem[0]}; the answer's processes and threads run on while what it left is copied "
+                "back, so work they finish after it returned may be copied too",
+                f"没有冻结器：{problem[1]}；复制答案留下的东西时，它的进程和线程还在运行，所以它返回之后才完成的工作也可能"
+                "被复制回来")
+
+
+@contextlib.contextmanager
+def freezer_group():
+    """A freezer group of its own for the student's side of one grading (thawed and removed afterwards), or None
+    where this machine has no freezer. MemoryGroupFailed when one could be made but not this one."""
+    if freezer_problem() is not None:
+        yield None
         return
     _remove_left_behind()
-    made = []
+    group = _new_group(_make_freezer_group, ("freezer group", "冻结组"))
     try:
-        made.append(_new_group(_make_group, ("memory group", "内存组"), limits.total_memory))
-        made.append(_new_group(_make_group, ("memory group", "内存组"), limits.trusted_memory))
-        made.append(_new_group(_make_cpu_group, ("CPU group", "CPU 组"), limits.cpu_shares))
-        yield Groups(*made)
+        yield group
     finally:
-        _release(made)
+        _release([group])
 
 
 # --------------------------------------------------------------------------- the channel's quota

@@ -6,6 +6,10 @@ what it raised) the same way. Everything else the answer needs from the trusted 
 file, the next item of an iterator, the time of a clock) it asks for on a Unix socket in the
 channel's folder, one request and one answer at a time.
 
+Once the result is sent, the call waits for the trusted side's word that it has copied back what the
+answer left in the exchange folder (the student's side frozen meanwhile, where the grader has a
+freezer): only then does the call end and let go of what the answer returned.
+
 A served file keeps its size and position here, so `seek` and `tell` cost no request: only a read
 does, and it carries the position to read at. A seek that a real file would refuse (before the
 start of the file, an odd whence or offset) is asked of the trusted side, whose file raises its own
@@ -96,7 +100,26 @@ def _send_result(printed, data: bytes = b"", **fields) -> None:
     fields["positions"] = {str(number): file._position for number, file in _files.items() if file._position is not None}
     for file in _files.values():
         file.forget()  # the check may read or move the file before the next call: ask again then
-    _send({"call": _current["call"], "op": "result", **fields}, data)
+    with _lock:
+        connection = _socket()
+        connection.sendall(wire.frame({"call": _current["call"], "op": "result", **fields}, data))
+        # The trusted side's word that it copied back what the answer left: only then does the call end, and
+        # with it what the answer returned (a pipe it holds closes here). A trusted side that gave up on the
+        # call says nothing: the call ends after its own limit.
+        connection.settimeout(_call_limit())
+        try:
+            wire.read_frame(connection)
+        except (OSError, wire.Malformed):
+            pass
+        finally:
+            connection.settimeout(None)
+
+
+def _call_limit() -> float:
+    try:
+        return float(os.environ.get("S09_CALL_TIMEOUT", "15"))  # channel.TIMEOUT_VARIABLE, set by the grader
+    except ValueError:
+        return 15.0
 
 
 # --------------------------------------------------------------------------- the socket
@@ -114,11 +137,6 @@ def _socket():
                 os.close(folder)
         _connection.update(path=path, socket=made)
     return _connection["socket"]
-
-
-def _send(header: dict, data: bytes = b"") -> None:
-    with _lock:
-        _socket().sendall(wire.frame(header, data))
 
 
 def _ask(op: str, **fields) -> tuple:
