@@ -12,8 +12,8 @@ from test_grading_support import SOURCES, student_path, write_notebook
 from s09_jsonl_transcript.grading import sandbox
 from s09_jsonl_transcript.grading.checks import check_random
 from s09_jsonl_transcript.grading.grader import GradingOptions, find_submissions, grade_many
-from s09_jsonl_transcript.grading.reports import csv_cell, report_names
-from s09_jsonl_transcript.grading.words import printable
+from s09_jsonl_transcript.grading.reports import report_names
+from s09_jsonl_transcript.grading.words import csv_cell, printable
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grader runs on POSIX systems (Linux, macOS)")
 

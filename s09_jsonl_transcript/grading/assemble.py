@@ -236,7 +236,7 @@ def proxy_cell(answer_name: str, code: str) -> str:
     kernel), each check still calls, and says why it was not called.
     """
     lines = ["# The answer runs in the student's kernel; here its names call it across the channel (channel.py).",
-             "from s09_jsonl_transcript.grading.channel import student"]
+             f"from {__package__}.channel import student"]
     for name, is_class in answer_names(code):
         lines.append(f"{name} = student.{'answer_class' if is_class else 'answer'}({name!r}, {answer_name!r})")
     lines.append(f"student.run_up_to({answer_name!r})")

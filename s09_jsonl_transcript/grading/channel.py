@@ -50,7 +50,7 @@ import socket
 import time
 from pathlib import Path
 
-from . import exchange, wire
+from . import exchange, kit, wire
 
 CONNECTION_VARIABLE = "S09_STUDENT_CONNECTION"  # the student kernel's connection file
 PROGRAM_VARIABLE = "S09_STUDENT_PROGRAM"  # the cells the student's kernel runs, as JSON
@@ -97,7 +97,7 @@ RESERVED = ("AnswerFailed", "AnswerTimedOut", "AnswerRefused", "AnswerNotCalled"
             "StudentKernelStopped")
 
 
-CALL_CODE = "__import__('s09_jsonl_transcript.grading.student_side', fromlist=['call']).call"
+CALL_CODE = f"__import__({__package__ + '.student_side'!r}, fromlist=['call']).call"
 EVIDENCE_LIMIT = 8  # findings a tampering verdict carries to the reports (of the guard's 20 at most)
 _DETAIL_LIMIT = 200  # characters of each finding's kernel text
 
@@ -121,9 +121,7 @@ def _exchange_words(error: Exception) -> str:
 
 def known_exceptions() -> dict:
     """The exceptions a crossing one may be rebuilt as: the built-in ones and the lesson's."""
-    from s09_jsonl_transcript import code
-
-    return wire.known_exceptions(code)
+    return wire.known_exceptions(kit.lesson())
 
 
 class StudentKernel:
@@ -396,7 +394,7 @@ class StudentKernel:
         if key is None:
             return {}
         self._nonce = os.urandom(16).hex()
-        guard = "__import__('sys').modules['s09_jsonl_transcript.grading.guard']"
+        guard = f"__import__('sys').modules[{__package__ + '.guard'!r}]"
         return {"s09_verdict": f"{guard}.verdict({self._nonce!r}, {kind!r})"}
 
     def _guard(self):
@@ -444,9 +442,7 @@ class StudentKernel:
             return {"$handle": value._handle}
         if isinstance(value, Path):
             return {"$path": self._exchange_path(value)}
-        from s09_jsonl_transcript.code import JSONLTranscript
-
-        if isinstance(value, JSONLTranscript):
+        if isinstance(value, kit.lesson().JSONLTranscript):
             return {"$transcript": self._exchange_path(value.path)}
         if isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
             return None

@@ -24,9 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..cli import HelpFormatter, language_of
-from ..text import i18n
-from . import sandbox
+from . import language, sandbox
 from .benchmark import run_benchmark
 from .gradebook import describe_submission, read_roster
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
@@ -56,7 +54,7 @@ from .source import SourceError, default_source_folder, load_sources
 from .words import ERROR_LABEL, REPORT, WARNING, both, labelled
 
 DEFAULT_REPORTS = Path("artifacts") / "grading"
-tr = i18n.translator("grading_cli")
+tr = language.translator("cli")
 
 
 class UsageError(Exception):
@@ -71,9 +69,9 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     """The grader's parser, its help in the language in use (--lang, or the locale's)."""
     def parser_with_help(factory, **options):
-        made = factory(formatter_class=HelpFormatter, add_help=False, **options)
+        made = factory(formatter_class=language.HelpFormatter, add_help=False, **options)
         made.add_argument("-h", "--help", action="help", help=tr("show this help and exit"))
-        made.add_argument("--lang", choices=i18n.LANGUAGES, default=argparse.SUPPRESS,
+        made.add_argument("--lang", choices=language.LANGUAGES, default=argparse.SUPPRESS,
                           help=tr("the language of this help (default: zh when the locale is Chinese, else en); "
                                   "what students read is always in both"))
         return made
@@ -276,7 +274,7 @@ def _benchmark(arguments) -> int:
 def main(argv=None) -> int:
     """Run one command; return the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    i18n.use(language_of(argv))
+    language.use(language.language_of(argv))
     try:
         arguments = _parser().parse_args(argv)
         command = {"release": _release, "accept": _accept, "refresh": _refresh, "grade": _grade,

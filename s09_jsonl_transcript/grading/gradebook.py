@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .assemble import SubmissionError, answer_sources, read_submission
 from .source import ExerciseSource, SourceError
+from .words import csv_cell
 
 MISSING = "missing"
 NOT_ATTEMPTED = "not attempted"
@@ -144,7 +145,6 @@ def gradebook_rows(reports: list, sources: dict, roster: list | None = None) -> 
 
 def write_gradebook(reports: list, sources: dict, path, roster: list | None = None) -> Path:
     """Write gradebook.csv (cells made safe for a spreadsheet); return its path."""
-    from .reports import csv_cell
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

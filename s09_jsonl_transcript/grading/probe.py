@@ -41,7 +41,7 @@ from queue import Empty
 
 import pytest
 
-from s09_jsonl_transcript.grading.words import (
+from .words import (
     FAILED,
     NOT_RUN,
     OUT_OF_MEMORY,
@@ -269,7 +269,7 @@ def _role(item) -> str | None:
 
 
 def _verdict_expression(nonce: str) -> str:
-    return f"__import__('sys').modules['s09_jsonl_transcript.grading.guard'].verdict({nonce!r})"
+    return f"__import__('sys').modules[{__package__ + '.guard'!r}].verdict({nonce!r})"
 
 
 def verdict_mac(key: bytes, nonce: str, cell: str, problems: list) -> str:
@@ -373,7 +373,7 @@ LEFT_OUT = both("copying back what the answers left in the exchange folder left 
                 "把答案留在交换文件夹里的东西复制回来时略去了")
 
 
-_OUTPUT_EXPRESSION = ("__import__('s09_jsonl_transcript.grading.channel', fromlist=['student'])"
+_OUTPUT_EXPRESSION = (f"__import__({__package__ + '.channel'!r}, fromlist=['student'])"
                       ".student.cell_output()")
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from ..text import bilingual
+from . import kit
 from .source import (
     ANSWER,
     BEGIN_SOLUTION,
@@ -43,6 +43,8 @@ from .source import (
     load_sources,
     notebook_json,
 )
+
+bilingual = kit.bilingual()  # the exercises' Chinese text beside their English notebooks
 
 STUB = 'raise NotImplementedError("replace this line with your answer · 把这一行换成你的答案")'
 SELFCHECK_FOLDER = "selfcheck"
@@ -108,7 +110,7 @@ outputs; leave it as it is.
 def kit_checkout() -> Path | None:
     """The checkout this package runs from (the folder holding its pyproject.toml), or None."""
     root = Path(__file__).resolve().parents[2]
-    return root if (root / "pyproject.toml").is_file() and (root / "s09_jsonl_transcript").is_dir() else None
+    return root if (root / "pyproject.toml").is_file() and (root / kit.KIT).is_dir() else None
 
 
 def build_kit_wheel(folder) -> Path:
@@ -120,7 +122,7 @@ def build_kit_wheel(folder) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(folder),
                            str(root)], capture_output=True, text=True)
-    built = sorted(folder.glob("s09_jsonl_transcript-*.whl"))
+    built = sorted(folder.glob(f"{kit.KIT}-*.whl"))
     if done.returncode != 0 or not built:
         raise SourceError(f"pip could not build the kit's wheel: {done.stderr.strip()[-600:]}")
     return built[-1]
@@ -305,7 +307,7 @@ def write_bundle(source_folder, bundle_folder, *, with_kit: bool = True) -> list
         path.write_text(notebook_json(selfcheck_notebook(source)), encoding="utf-8")
         written.append(path)
     readme = bundle_folder / "README.md"
-    wheel_name = wheel.name if wheel else "s09_jsonl_transcript-<version>-py3-none-any.whl"
+    wheel_name = wheel.name if wheel else f"{kit.KIT}-<version>-py3-none-any.whl"
     readme.write_text(BUNDLE_README.format(wheel=wheel_name), encoding="utf-8")
     return written + [readme]
 

@@ -22,7 +22,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from .words import HIDDEN, SELF_CHECK, STATUS, TOTAL, UNKNOWN_EXERCISE, both, labelled, printable
+from .words import HIDDEN, SELF_CHECK, STATUS, TOTAL, UNKNOWN_EXERCISE, both, csv_cell, labelled, printable
 
 CSV_COLUMNS = ["submission", "exercise", "status", "score", "max_score", "reason"]
 FORMATS = ("json", "gradescope")
@@ -240,17 +240,6 @@ def write_class_csv(reports: list, path) -> Path:
             writer.writerow(_csv_row([report.get(column) if report.get(column) is not None else ""
                                       for column in CSV_COLUMNS] + [scores.get(name, "") for name in check_names]))
     return path
-
-
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value):
-    """A CSV cell a spreadsheet shows as text: text that starts like a formula gets a leading single quote."""
-    if not isinstance(value, str):
-        return value
-    text = printable(value)
-    return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
 def _csv_row(values: list) -> list:

@@ -34,8 +34,8 @@ from .freezer import FreezeServer
 from .source import notebook_json
 from .words import both
 
-PROBE_PLUGIN = "s09_jsonl_transcript.grading.probe"
-GUARD_EXTENSION = "s09_jsonl_transcript.grading.guard"
+PROBE_PLUGIN = f"{__package__}.probe"
+GUARD_EXTENSION = f"{__package__}.guard"
 LOG_TAIL_BYTES = 4000
 _KILL_WAIT_SECONDS = 5
 _MESSAGE_LIMIT = 64 * 1024  # a probe line longer than this is not the probe's

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import psutil
 
+from . import kit
 from .words import both, labelled
 
 AUTO, REQUIRED, OFF = "auto", "required", "off"
@@ -673,23 +674,23 @@ def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits
 
 def package_folder() -> str:
     """The kit's package folder, resolved."""
-    import s09_jsonl_transcript
-
-    return str(Path(s09_jsonl_transcript.__file__).resolve().parent)
+    return str(kit.package_folder())
 
 
-# What a grading sees of the package: the lesson, the checks' helpers and the grader's plumbing
-# that runs inside the sandbox. Not the lab, the damage tools or any other module that holds an
-# exercise's answer (exercise 4's tail reader, exercise 5's hash chain).
-PACKAGE_VIEW_FILES = ("code.py", "grading/__init__.py", "grading/checks.py",
-                      "grading/guard.py", "grading/probe.py", "grading/words.py", "grading/channel.py",
-                      "grading/student_side.py", "grading/wire.py", "grading/exchange.py")
+# What a grading sees of the package: the kit's files the grader's door names (the lesson), the
+# checks' helpers and the grader's plumbing that runs inside the sandbox. Not the lab, the damage
+# tools or any other module that holds an exercise's answer (exercise 4's tail reader, exercise 5's
+# hash chain).
+_GRADER = __package__.rpartition(".")[2]  # the grader's folder in the package: grading/
+PACKAGE_VIEW_FILES = (*kit.LESSON_FILES, *(f"{_GRADER}/{name}" for name in (
+    "__init__.py", "kit.py", "checks.py", "guard.py", "probe.py", "words.py", "channel.py", "student_side.py",
+    "wire.py", "exchange.py")))
 _PACKAGE_INIT = '"""The s09 kit as a grading sandbox sees it: the lesson (code.py) and the checks\' helpers."""\n'
 
 
 def write_package_view(folder) -> str:
     """Write, under folder, the package as a grading sees it (PACKAGE_VIEW_FILES); return its path."""
-    view = Path(folder) / "s09_jsonl_transcript"
+    view = Path(folder) / kit.KIT
     source = Path(package_folder())
     for relative in PACKAGE_VIEW_FILES:
         target = view / relative
@@ -701,11 +702,8 @@ def write_package_view(folder) -> str:
 
 def read_only_paths() -> list:
     """Host folders the grading needs: Python, its environment, the kit's package; none inside another."""
-    import s09_jsonl_transcript
-
     candidates = {"/usr", sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  os.path.dirname(os.path.realpath(sys.executable)),
-                  str(Path(s09_jsonl_transcript.__file__).resolve().parent)}
+                  os.path.dirname(os.path.realpath(sys.executable)), package_folder()}
     candidates.update(path for path in site.getsitepackages() if os.path.isdir(path))
     user_site = site.getusersitepackages()
     if isinstance(user_site, str) and user_site in sys.path and os.path.isdir(user_site):

@@ -29,7 +29,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import wire
+from . import kit, wire
 
 _objects: dict = {}  # handle -> an object an answer made (an instance of an answer's class)
 _current = {"call": None, "socket": None}  # the call being served: a stand-in kept from an earlier one asks under it
@@ -87,7 +87,7 @@ def _target(request: dict):
 
 def _printed():
     """(characters printed so far, the guard's record) when the grader's guard caps the output, else None."""
-    guard = sys.modules.get("s09_jsonl_transcript.grading.guard")
+    guard = sys.modules.get(f"{__package__}.guard")
     record = getattr(guard, "output", None)
     return (record.characters, record) if record is not None else None
 
@@ -153,9 +153,7 @@ def _ask(op: str, **fields) -> tuple:
 
 
 def _known() -> dict:
-    from s09_jsonl_transcript import code
-
-    return wire.known_exceptions(code)
+    return wire.known_exceptions(kit.lesson())
 
 
 # --------------------------------------------------------------------------- arguments
@@ -172,9 +170,7 @@ def _argument(kind: str, payload):
     if kind == "$handle" and type(payload) is int:
         return _objects[payload]
     if kind == "$transcript" and isinstance(payload, str):
-        from s09_jsonl_transcript.code import JSONLTranscript
-
-        return JSONLTranscript(Path(payload))
+        return kit.lesson().JSONLTranscript(Path(payload))
     return NotImplemented
 
 

@@ -77,3 +77,15 @@ def printable(text, *, newlines: bool = True) -> str:
         else:
             pieces.append(character)
     return "".join(pieces)
+
+
+# OWASP's rule against CSV injection: a cell starting with one of these is read as a formula
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A CSV cell a spreadsheet shows as text: text that starts like a formula gets a leading single quote."""
+    if not isinstance(value, str):
+        return value
+    text = printable(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text

@@ -1,5 +1,5 @@
-"""The one door between the capstone's grader and the rest of the kit: nothing else in
-grading/durability imports from outside grading/.
+"""What the capstone's grader uses of the kit, taken through the grader's one door (grading/kit.py):
+nothing else in grading/durability reaches the kit.
 
 Through it come the power-loss model (crashlab/model.py, standard library only), the lesson's
 reading rule as the reference reader (code.read_records), and the name of the lesson's error
@@ -11,26 +11,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...code import TranscriptCorruptionError, read_records
-from ...crashlab.model import (
-    FILLS,
-    GARBAGE,
-    HOLE,
-    MAX_UNSYNCED_CHANGES,
-    SYNCED,
-    TORN,
-    UNSYNCED,
-    ZEROS,
-    Change,
-    CrashState,
-    StateKey,
-    apply_change,
-    crash_states,
-    layout,
-    parse_key,
-    plan_states,
-    state_for,
-)
+from .. import kit
+
+_model, _lesson = kit.power_loss_model(), kit.lesson()  # the grader's one door into the kit (grading/kit.py)
+TranscriptCorruptionError, read_records = _lesson.TranscriptCorruptionError, _lesson.read_records
+FILLS = _model.FILLS
+GARBAGE = _model.GARBAGE
+HOLE = _model.HOLE
+MAX_UNSYNCED_CHANGES = _model.MAX_UNSYNCED_CHANGES
+SYNCED = _model.SYNCED
+TORN = _model.TORN
+UNSYNCED = _model.UNSYNCED
+ZEROS = _model.ZEROS
+Change = _model.Change
+CrashState = _model.CrashState
+StateKey = _model.StateKey
+apply_change = _model.apply_change
+crash_states = _model.crash_states
+layout = _model.layout
+parse_key = _model.parse_key
+plan_states = _model.plan_states
+state_for = _model.state_for
 
 CONTRACT_ERROR_NAME = TranscriptCorruptionError.__name__  # the given cell's class carries the same name
 
