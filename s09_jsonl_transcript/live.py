@@ -71,18 +71,23 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .code import (
-    INT_LIMIT,
     TYPE_FUNCTION_CALL,
-    JSONLTranscript,
     TranscriptCorruptionError,
     TranscriptLockedError,
     TranscriptValidationError,
-    checked_event,
-    make_folders,
     messages_of,
+)
+from .lab import (
+    BATCH_END_FIELD,
+    CHAIN_FIELD,
+    INT_LIMIT,
+    DurableTranscript,
+    OsFileIO,
+    checked_event,
+    checked_path,
+    make_folders,
     regular,
 )
-from .lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO
 from .timeouts import DEFAULT_LIMITS, Limits, due_timeouts
 from .turns import (
     EXPIRED,
@@ -197,7 +202,7 @@ def _check_names(name: str, path: Path) -> Path:
     """path, if a file system takes it: the lesson's check of its names (no NUL, no lone surrogate, none
     over 255 bytes), and the whole of it under PATH_MAX bytes; else LiveInputError, before anything is made."""
     try:
-        JSONLTranscript(path)  # its constructor checks the names, and touches nothing on disk
+        checked_path(path)  # the lab's check of the names, which touches nothing on disk
     except TranscriptValidationError as problem:
         raise LiveInputError(f"{name}: {problem}") from None
     if len(os.fsencode(os.path.abspath(path))) >= PATH_MAX:

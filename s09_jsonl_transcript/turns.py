@@ -29,14 +29,13 @@ from typing import Iterable
 
 from .code import (
     EVENT_TYPES,
-    INT_LIMIT,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
 )
-from .lab import DurableTranscript
+from .lab import INT_LIMIT, DurableTranscript
 
 TYPE_TURN_START = "turn_start"
 TYPE_TURN_END = "turn_end"

@@ -214,8 +214,8 @@ def test_the_fast_path_hands_a_chained_file_to_the_careful_path(decoder):
     assert disagreements(CHAINED, decoder, integrity=True) == []
 
 
-def test_the_inline_checks_and_fold_are_the_lessons_table():
-    assert fast.TYPES_FOLDED_INLINE == EVENT_TYPES and fast.table_matches()
+def test_the_one_fold_checks_and_folds_the_lessons_table():
+    assert fast.TYPES_FOLDED == EVENT_TYPES and fast.table_matches()
 
 
 @decoders

@@ -26,15 +26,14 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from json.encoder import c_make_encoder, encode_basestring
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Callable
 
 from ..code import (
     DECODER,
     ENCODER,
     EVENT_TYPES,
     FIELDS_APPEND_WRITES,
-    INT_LIMIT,
-    MAX_NESTING,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
     TYPE_FILE_SNAPSHOT,
@@ -46,14 +45,16 @@ from ..code import (
     TranscriptValidationError,
     event_id_for,
     messages_of,
-    regular,
     shape_problem,
 )
+from .checks import INT_LIMIT, MAX_NESTING
+from .writer import regular
 
 try:  # the optional `fast` extra
     import msgspec
 except ImportError:  # pragma: no cover - depends on what is installed
     msgspec = None
+UNSET: object = msgspec.UNSET if msgspec is not None else object()  # msgspec's value of an absent field
 
 DECODERS = ("stdlib", "msgspec")
 DECODER_VARIABLE = "S09_DECODER"
@@ -100,9 +101,12 @@ def _whole_line_blocks(file, limit: int):
     in a partial line; None (and no more) once a line reaches limit, the longest line allowed."""
     pending = b""
     while block := file.read(BLOCK):
-        data = pending + block if pending else block
-        cut = data.rfind(b"\n") + 1
-        chunk, pending = data[:cut], data[cut:]
+        cut = block.rfind(b"\n") + 1
+        if cut:  # the block's whole lines, after the line the last block began: one copy
+            chunk = b"".join((pending, memoryview(block)[:cut])) if pending else block[:cut]
+            pending = block[cut:]
+        else:
+            chunk, pending = b"", pending + block
         if len(pending) >= limit or (chunk and _too_long(chunk, limit)):
             yield None
             return
@@ -122,28 +126,76 @@ def _deeper(frames: int, decode, chunk: bytes):
     return decode(chunk) if frames <= 0 else _deeper(frames - 1, decode, chunk)
 
 
-def _summary(window: list, title, snapshots: list, total: int, reasoning: int, pending_calls: list) -> dict:
-    """recover()'s summary of a file read to its end with nothing unusual: the lesson's ReplayState as a dict."""
-    state = ReplayState(messages=messages_of(window), title=title, file_snapshots=snapshots, total_events=total,
-                        reasoning_count=reasoning, next_sequence=total + 1, ignored_partial_tail=False,
-                        pending_calls=pending_calls, unknown_schema_events=0)
-    summary = dict(vars(state))
-    summary["message_count"] = len(state.messages)
-    return summary
-
-
-# The lesson's table of event types as the loops below check and fold them, written out inline. If
-# the lesson's table changes (a type added, a field), the loops stand aside and the careful path
-# (the lesson's own checks and fold) answers; tests/test_fast_path_differential.py says so.
-TYPES_FOLDED_INLINE = {TYPE_MESSAGE: {"role": str, "content": None}, TYPE_REASONING: {},
-                       TYPE_FUNCTION_CALL: {"callId": str, "name": str},
-                       TYPE_FUNCTION_CALL_RESULT: {"callId": str}, TYPE_FILE_SNAPSHOT: {},
-                       TYPE_AI_TITLE: {"title": str}}
+# The lesson's table of event types as the fold below checks and folds them, written out. If the
+# lesson's table changes (a type added, a field), the loops stand aside and the careful path (the
+# lesson's own checks and fold) answers; tests/test_fast_path_differential.py says so.
+TYPES_FOLDED = {TYPE_MESSAGE: {"role": str, "content": None}, TYPE_REASONING: {},
+                TYPE_FUNCTION_CALL: {"callId": str, "name": str}, TYPE_FUNCTION_CALL_RESULT: {"callId": str},
+                TYPE_FILE_SNAPSHOT: {}, TYPE_AI_TITLE: {"title": str}}
+MISSING = object()  # what field() answers for a field a record does not have (msgspec's Envelope: UNSET)
 
 
 def table_matches() -> bool:
-    """Whether the lesson's table is still the one the loops below spell out (asked at each call)."""
-    return EVENT_TYPES == TYPES_FOLDED_INLINE
+    """Whether the lesson's table is still the one the fold below spells out (asked at each call)."""
+    return EVENT_TYPES == TYPES_FOLDED
+
+
+class _Fold:
+    """The lesson's fold (code.fold) for both decoder loops, one record at a time, with the checks of
+    the fields it reads (code.shape_problem's, for the types of TYPES_FOLDED).
+
+    `field(record, name, default)` reads a field of a record of either decoder: dict.get for the
+    standard library's dicts, getattr for msgspec's Envelope (whose absent fields are UNSET). A
+    record the fold keeps (a snapshot, a call still open) is `block[index]`: the record itself for
+    the standard library, its line for msgspec (turned into the whole record at the end).
+    """
+
+    __slots__ = ("field", "title", "reasoning", "snapshots", "open_calls")
+
+    def __init__(self, field: Callable):
+        self.field = field
+        self.title: str | None = None
+        self.reasoning = 0
+        self.snapshots: list = []
+        self.open_calls: dict = {}
+
+    def add(self, kind: str, record, block, index: int) -> bool:
+        """Fold one record of the current schema; False when it lacks a field its type needs."""
+        field = self.field
+        if kind == TYPE_MESSAGE:
+            content = field(record, "content", MISSING)
+            return type(field(record, "role", None)) is str and content is not MISSING and content is not UNSET
+        if kind == TYPE_REASONING:
+            self.reasoning += 1
+        elif kind == TYPE_FUNCTION_CALL:
+            call_id = field(record, "callId", None)
+            if type(call_id) is not str or type(field(record, "name", None)) is not str:
+                return False
+            self.open_calls[call_id] = block[index]  # a call opens an entry...
+        elif kind == TYPE_FUNCTION_CALL_RESULT:
+            call_id = field(record, "callId", None)
+            if type(call_id) is not str:
+                return False
+            self.open_calls.pop(call_id, None)  # ...and its result closes it
+        elif kind == TYPE_AI_TITLE:
+            title = field(record, "title", None)
+            if type(title) is not str:
+                return False
+            self.title = title  # the latest title wins
+        elif kind == TYPE_FILE_SNAPSHOT:
+            self.snapshots.append(block[index])
+        return True
+
+    def summary(self, window: list, total: int, whole: Callable = lambda kept: kept) -> dict:
+        """recover()'s summary of a file read to its end with nothing unusual, as the careful path
+        builds it (the lesson's ReplayState as a dict); whole turns a kept record into its dict."""
+        state = ReplayState(messages=messages_of(window), title=self.title,
+                            file_snapshots=[whole(kept) for kept in self.snapshots], total_events=total,
+                            reasoning_count=self.reasoning, next_sequence=total + 1, ignored_partial_tail=False,
+                            pending_calls=[whole(kept) for kept in self.open_calls.values()], unknown_schema_events=0)
+        summary = dict(vars(state))
+        summary["message_count"] = len(state.messages)
+        return summary
 
 
 def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str | None = None) -> dict | None:
@@ -190,8 +242,8 @@ def _stdlib_values(chunk: bytes) -> list | None:
 def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict | None:
     """fast_recover with the standard library's scanner: each record decoded whole, checked and folded."""
     window = deque(maxlen=min(max_items, sys.maxsize))
-    keep, snapshots, open_calls = window.append, [], {}
-    title, reasoning, expected, batch_end = None, 0, 1, None
+    keep, fold = window.append, _Fold(dict.get)
+    add, expected, batch_end = fold.add, 1, None
     prefix = event_id_for(session_id, "")
     for chunk in _whole_line_blocks(file, limit):
         if not chunk:  # a line too long, or a partial tail
@@ -199,8 +251,8 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
         values = _deeper(FRAMES_BELOW_RECOVER, _stdlib_values, chunk)
         if values is None:
             return None
-        for record in values:
-            # the lesson's checks of a record (code.record_problem), in the common case only
+        for index, record in enumerate(values):
+            # the lesson's checks of a record (code.line_problem), in the common case only
             if type(record) is not dict:
                 return None
             sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
@@ -217,32 +269,12 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
             elif batch_end is not None:
                 return None
             expected += 1
-            # the fields each type needs (the lesson's shape_problem), then its fold (code.rebuild)
             keep(record)
-            if kind == TYPE_MESSAGE:
-                if type(record.get("role")) is not str or "content" not in record:
-                    return None
-            elif kind == TYPE_REASONING:
-                reasoning += 1
-            elif kind == TYPE_FUNCTION_CALL:
-                call_id = record.get("callId")
-                if type(call_id) is not str or type(record.get("name")) is not str:
-                    return None
-                open_calls[call_id] = record
-            elif kind == TYPE_FUNCTION_CALL_RESULT:
-                call_id = record.get("callId")
-                if type(call_id) is not str:
-                    return None
-                open_calls.pop(call_id, None)
-            elif kind == TYPE_AI_TITLE:
-                title = record.get("title")
-                if type(title) is not str:
-                    return None
-            elif kind == TYPE_FILE_SNAPSHOT:
-                snapshots.append(record)
+            if not add(kind, record, values, index):
+                return None
     if batch_end is not None:  # a torn batch
         return None
-    return _summary(list(window), title, snapshots, expected - 1, reasoning, list(open_calls.values()))
+    return fold.summary(list(window), expected - 1)
 
 
 # --------------------------------------------------------------------------- msgspec's loop
@@ -274,27 +306,8 @@ if msgspec is not None:
         name: str | msgspec.UnsetType = msgspec.UNSET
         title: str | msgspec.UnsetType = msgspec.UNSET
 
-    UNSET = msgspec.UNSET
     _ENVELOPES = msgspec.json.Decoder(Envelope)
     _RECORD = msgspec.json.Decoder().decode  # a whole record, as a dict
-
-
-def _line_starts(chunk: bytes) -> list[int] | None:
-    """Where each line of chunk starts, then len(chunk), if each starts with "{" and ends with "}"; else None.
-
-    msgspec's decode_lines reads values one after another, a newline being only whitespace to it:
-    one value could span two lines and two could share one. A "}" then a "{" is always two values,
-    never one (a string cannot hold a raw newline), so with this shape each newline ends a value,
-    and the values fall one to a line exactly when there are as many of them as lines.
-    """
-    starts, position, find = [], 0, chunk.find
-    while (newline := find(b"\n", position)) >= 0:
-        if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
-            return None
-        starts.append(position)
-        position = newline + 1
-    starts.append(position)
-    return starts
 
 
 _OPEN, _CLOSE = ord("{"), ord("}")
@@ -321,6 +334,24 @@ def _is_utf8(chunk: bytes) -> bool:
     return True
 
 
+def _line_starts(chunk: bytes) -> list[int] | None:
+    """Where each line of chunk starts, then len(chunk), if each starts with "{" and ends with "}"; else None.
+
+    msgspec's decode_lines reads values one after another, a newline being only whitespace to it:
+    one value could span two lines and two could share one. A "}" then a "{" is always two values,
+    never one (a string cannot hold a raw newline), so with this shape each newline ends a value,
+    and the values fall one to a line exactly when there are as many of them as lines.
+    """
+    starts, position, find = [], 0, chunk.find
+    while (newline := find(b"\n", position)) >= 0:
+        if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
+            return None
+        starts.append(position)
+        position = newline + 1
+    starts.append(position)
+    return starts
+
+
 def _envelopes(chunk: bytes) -> tuple[list, list[int]] | None:
     """The Envelope of each line of chunk and where the lines start, or None if any line is unusual."""
     starts = _line_starts(chunk)
@@ -341,13 +372,26 @@ def _last_lines(blocks: deque, count: int) -> deque:
     return lines
 
 
+class _Lines:
+    """The lines of a block of whole lines, by number: what the fold keeps of a msgspec record."""
+
+    __slots__ = ("chunk", "starts")
+
+    def __init__(self, chunk: bytes, starts: list[int]):
+        self.chunk, self.starts = chunk, starts
+
+    def __getitem__(self, index: int) -> bytes:
+        return self.chunk[self.starts[index]:self.starts[index + 1]]  # a copy: the block is not kept
+
+
 def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dict | None:
     """fast_recover with msgspec: each record's Envelope checked and folded. The records that stay
     are decoded whole at the end: the window is the file's last lines (one record a line), so only
     the last blocks are kept; a snapshot's line or an open call's is copied out of its block."""
     count = min(max_items, sys.maxsize)
-    recent, held, snapshots, open_calls = deque(), 0, [], {}  # recent: the blocks the window's lines are in
-    title, reasoning, expected, batch_end = None, 0, 1, None
+    recent, held = deque(), 0  # recent: the blocks the window's lines are in
+    fold = _Fold(getattr)
+    add, expected, batch_end = fold.add, 1, None
     prefix = event_id_for(session_id, "")
     for chunk in _whole_line_blocks(file, limit):
         if not chunk:  # a line too long, or a partial tail
@@ -360,6 +404,7 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
         held += len(records)
         while len(recent) > 1 and held - (len(recent[0][1]) - 1) >= count:  # the later blocks hold the window
             held -= len(recent.popleft()[1]) - 1
+        lines = _Lines(chunk, starts)
         for index, record in enumerate(records):
             sequence = record.sequence  # the lesson's checks of a record, the types checked by msgspec
             if (sequence != expected or record.schema_version != SCHEMA_VERSION or record.session_id != session_id
@@ -373,34 +418,15 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
             elif batch_end is not None:
                 return None
             expected += 1
-            kind = record.type
-            if kind == TYPE_MESSAGE:
-                if record.role is UNSET or record.content is UNSET:
-                    return None
-            elif kind == TYPE_REASONING:
-                reasoning += 1
-            elif kind == TYPE_FUNCTION_CALL:
-                if record.callId is UNSET or record.name is UNSET:
-                    return None
-                open_calls[record.callId] = chunk[starts[index]:starts[index + 1]]
-            elif kind == TYPE_FUNCTION_CALL_RESULT:
-                if record.callId is UNSET:
-                    return None
-                open_calls.pop(record.callId, None)
-            elif kind == TYPE_AI_TITLE:
-                if record.title is UNSET:
-                    return None
-                title = record.title
-            elif kind == TYPE_FILE_SNAPSHOT:
-                snapshots.append(chunk[starts[index]:starts[index + 1]])
+            if not add(record.type, record, lines, index):
+                return None
     if batch_end is not None:  # a torn batch
         return None
-    kept = (_last_lines(recent, count), snapshots, open_calls.values())
     try:
-        window, snapshots, calls = (list(map(_RECORD, lines)) for lines in kept)
+        window = list(map(_RECORD, _last_lines(recent, count)))
+        return fold.summary(window, expected - 1, _RECORD)
     except Exception:  # noqa: BLE001 - it read as an Envelope; whole, the careful path decides
         return None
-    return _summary(window, title, snapshots, expected - 1, reasoning, calls)
 
 
 # --------------------------------------------------------------------------- encoding
