@@ -29,7 +29,7 @@ TYPE_FUNCTION_CALL = "function_call"  # a tool call: a tool_use block in an assi
 TYPE_FUNCTION_CALL_RESULT = "function_call_result"  # its result: a tool_result in a user message
 TYPE_FILE_SNAPSHOT = "file-history-snapshot"  # files as they were: for tracking, not the model
 TYPE_AI_TITLE = "ai-title"  # the session's generated title: metadata
-EVENT_TYPES = {  # the one table of event types: the fields replay needs and their type (None: any)
+EVENT_TYPES: dict[str, dict] = {  # the one table of types: the fields replay needs (None: any type)
     TYPE_MESSAGE: {"role": str, "content": None}, TYPE_REASONING: {},
     TYPE_FUNCTION_CALL: {"callId": str, "name": str}, TYPE_FUNCTION_CALL_RESULT: {"callId": str},
     TYPE_FILE_SNAPSHOT: {}, TYPE_AI_TITLE: {"title": str}}
@@ -227,7 +227,7 @@ def read_transcript(path) -> tuple[list[dict], bool]:
             pieces = file.read().split(b"\n")  # on b"\n" only: splitlines splits on U+2028 too
     except FileNotFoundError:
         return [], False
-    events, offset = [], 0
+    events, offset = list[dict](), 0
     for number, piece in enumerate(pieces, start=1):
         complete = number < len(pieces)  # a newline ends it; the last piece has none
         if not complete and not piece:  # the file ends with a newline
@@ -376,7 +376,7 @@ class JSONLTranscript:
         self.path = Path(filepath).absolute()  # the same file if the process changes directory
         self.filepath, self.session_id = str(self.path), self.path.stem  # the name is the session
         self.clock = clock or (lambda: datetime.now(timezone.utc))
-        self.file_io, self.next_sequence = FileIO(), None  # the crash lab records file_io's calls
+        self.file_io, self.next_sequence = FileIO(), 0  # next_sequence: known once the writer opens
         self._fd = self._closer = None  # the writer's descriptor and its finalizer, once opened
 
     def _writer(self) -> int:  # the writer's descriptor: opened, its end recovered, on first use
@@ -392,9 +392,8 @@ class JSONLTranscript:
 
     def close(self) -> None:
         """Release the writer's descriptor and its lock; a later append opens them again."""
-        if self._fd is not None:
-            self._fd = None
-            self._closer()
+        if self._closer is not None:  # the finalizer closes the descriptor once, and returns None
+            self._fd, self._closer = None, self._closer()
 
     def append(self, event: dict) -> dict:
         """Durably append one event; return the record written. Acknowledged: on disk."""

@@ -53,7 +53,7 @@ from .writer import regular
 try:  # the optional `fast` extra
     import msgspec
 except ImportError:  # pragma: no cover - depends on what is installed
-    msgspec = None
+    msgspec = None  # type: ignore[assignment]
 UNSET: object = msgspec.UNSET if msgspec is not None else object()  # msgspec's value of an absent field
 
 DECODERS = ("stdlib", "msgspec")
@@ -217,7 +217,7 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
 
 # --------------------------------------------------------------------------- the stdlib's loop
 
-_SCAN = DECODER.scan_once  # the lesson's decoder (NaN refused), its C scanner called directly
+_SCAN = DECODER.scan_once  # type: ignore[attr-defined]  # the lesson's decoder (NaN refused), its C scanner
 
 
 def _stdlib_values(chunk: bytes) -> list | None:
@@ -241,7 +241,7 @@ def _stdlib_values(chunk: bytes) -> list | None:
 
 def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict | None:
     """fast_recover with the standard library's scanner: each record decoded whole, checked and folded."""
-    window = deque(maxlen=min(max_items, sys.maxsize))
+    window: deque = deque(maxlen=min(max_items, sys.maxsize))
     keep, fold = window.append, _Fold(dict.get)
     add, expected, batch_end = fold.add, 1, None
     prefix = event_id_for(session_id, "")
@@ -366,7 +366,7 @@ def _envelopes(chunk: bytes) -> tuple[list, list[int]] | None:
 
 def _last_lines(blocks: deque, count: int) -> deque:
     """The last count lines of blocks ((block, line starts) pairs, in file order)."""
-    lines = deque(maxlen=count)
+    lines: deque = deque(maxlen=count)
     for block, starts in blocks:
         lines.extend(block[start:end] for start, end in zip(starts, starts[1:]))
     return lines
@@ -389,7 +389,8 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
     are decoded whole at the end: the window is the file's last lines (one record a line), so only
     the last blocks are kept; a snapshot's line or an open call's is copied out of its block."""
     count = min(max_items, sys.maxsize)
-    recent, held = deque(), 0  # recent: the blocks the window's lines are in
+    recent: deque = deque()  # the blocks the window's lines are in
+    held = 0
     fold = _Fold(getattr)
     add, expected, batch_end = fold.add, 1, None
     prefix = event_id_for(session_id, "")
@@ -556,7 +557,8 @@ def _plain_container(value, kind: type, depth: int):
 
 # --------------------------------------------------------------------------- the clock's stamp
 
-_CURRENT_SECOND = (None, "")  # (whole seconds since the epoch, its "YYYY-MM-DDTHH:MM:SS" in UTC)
+# (whole seconds since the epoch, its "YYYY-MM-DDTHH:MM:SS" in UTC)
+_CURRENT_SECOND: tuple[int | None, str] = (None, "")
 
 
 def utc_now() -> datetime:

@@ -128,7 +128,7 @@ class DurableTranscript(DurableWriter):
         self.integrity = integrity
         self.max_record_bytes = max_record_bytes
         self.file_io = file_io or OsFileIO()
-        self.next_sequence: int | None = None  # the next append's sequence: read once, when the writer opens
+        self.next_sequence = 0  # the next append's sequence: read once, when the writer opens
         self._last_line = b""  # the last record written: the next record's chain anchor
         self._start_writer_state()
 
@@ -191,7 +191,7 @@ class DurableTranscript(DurableWriter):
         """Durably append one event and return the record written. The caller's dict is not changed."""
         payload = plain_payload(event) if self.fast_paths else None  # the common event, checked and copied at once
         plain = payload is not None
-        if not plain:
+        if payload is None:
             payload = checked_event(event)  # refuse before a byte is written
         with self.lock:
             self.open_writer()  # at once while this process holds the writer
@@ -216,7 +216,8 @@ class DurableTranscript(DurableWriter):
     def _append_all(self, events: list) -> list[dict]:
         plain = [plain_payload(event) if self.fast_paths else None for event in events]  # as in append
         all_plain = None not in plain
-        payloads = plain if all_plain else [checked_event(event) for event in events]  # refuse before writing
+        payloads = [payload for payload in plain if payload is not None] if all_plain else [
+            checked_event(event) for event in events]  # refuse before writing
         with self.lock:
             self.open_writer()  # at once while this process holds the writer
             first = self.next_sequence
@@ -330,7 +331,8 @@ class DurableTranscript(DurableWriter):
             summary = fast_recover(self.path, self.session_id, max_items, self.max_record_bytes)
             if summary is not None:  # None: something unusual, which the careful path below decides
                 return summary
-        window, scanned = deque(maxlen=min(max_items, sys.maxsize)), ScanResult()
+        window: deque = deque(maxlen=min(max_items, sys.maxsize))
+        scanned = ScanResult()
         folded = fold(self._streamed(window, scanned))  # the lesson's fold, over the stream: only the window stays
         state = _state(window, folded, scanned)
         summary = dict(vars(state))

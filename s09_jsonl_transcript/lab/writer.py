@@ -86,7 +86,7 @@ class DurableWriter:
     session_id: str
     file_io: FileIO
     lock: threading.RLock
-    next_sequence: int | None
+    next_sequence: int  # the next append's sequence: known once open_writer has read the file's end
 
     def _start_writer_state(self) -> None:
         # the writer's descriptor, the fork count when it opened, its closer, and (device, inode,
@@ -174,7 +174,7 @@ class DurableWriter:
         too, the record may be on disk: TranscriptOutcomeUnknownError, and this instance appends no
         more. Either way the writer is dropped: the next append reopens and reads the end again."""
         fd = self._fd
-        assert fd is not None and self.next_sequence is not None, "open_writer() first"
+        assert fd is not None, "open_writer() first"
         end_before = os.lseek(fd, 0, os.SEEK_END)  # the file's size: where the write lands
         step = "write"
         try:
