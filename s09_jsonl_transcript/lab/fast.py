@@ -5,7 +5,9 @@ The careful path (lab.DurableTranscript's scan: lines, the lesson's checks, the 
 checks, the lesson's fold) is the definition of every verdict. The fast read path does only the
 common case: whole lines of the current schema, in order, no chain, every batch finished. It
 decodes each block with a JSON decoder called directly, checks the decoded envelope inline and
-folds each record as it goes. On anything else (damage, a partial tail, a torn batch, a newer
+hands each record to the one fold both decoders' loops share (_Fold: the lesson's fold, with the
+checks of the fields each type needs), which reads a record's fields through the decoder's getter
+(operator.itemgetter or operator.attrgetter). On anything else (damage, a partial tail, a torn batch, a newer
 schema, the hash chain, a line near a limit) it gives up and returns None, and the caller runs
 the careful path from the start, so a verdict can only come from the careful path or agree with it.
 
@@ -132,7 +134,6 @@ def _deeper(frames: int, decode, chunk: bytes):
 TYPES_FOLDED = {TYPE_MESSAGE: {"role": str, "content": None}, TYPE_REASONING: {},
                 TYPE_FUNCTION_CALL: {"callId": str, "name": str}, TYPE_FUNCTION_CALL_RESULT: {"callId": str},
                 TYPE_FILE_SNAPSHOT: {}, TYPE_AI_TITLE: {"title": str}}
-MISSING = object()  # what field() answers for a field a record does not have (msgspec's Envelope: UNSET)
 
 
 def table_matches() -> bool:
@@ -144,47 +145,61 @@ class _Fold:
     """The lesson's fold (code.fold) for both decoder loops, one record at a time, with the checks of
     the fields it reads (code.shape_problem's, for the types of TYPES_FOLDED).
 
-    `field(record, name, default)` reads a field of a record of either decoder: dict.get for the
-    standard library's dicts, getattr for msgspec's Envelope (whose absent fields are UNSET). A
-    record the fold keeps (a snapshot, a call still open) is `block[index]`: the record itself for
-    the standard library, its line for msgspec (turned into the whole record at the end).
+    `getter(*names)` makes what reads those fields of a record of either decoder in one call:
+    operator.itemgetter for the standard library's dicts (KeyError: a field is missing),
+    operator.attrgetter for msgspec's Envelope (an absent field is UNSET). A record the fold keeps (a
+    snapshot, a call still open) is noted as (block, index) and settled at the end of its block
+    (settle): block[index] is the record itself for the standard library, its line for msgspec.
     """
 
-    __slots__ = ("field", "title", "reasoning", "snapshots", "open_calls")
+    __slots__ = ("role_content", "call_name", "call", "title_of", "title", "reasoning", "snapshots", "settled",
+                 "open_calls")
 
-    def __init__(self, field: Callable):
-        self.field = field
+    def __init__(self, getter: Callable):
+        self.role_content, self.call_name = getter("role", "content"), getter("callId", "name")
+        self.call, self.title_of = getter("callId"), getter("title")
         self.title: str | None = None
         self.reasoning = 0
         self.snapshots: list = []
+        self.settled = 0  # the snapshots before this one are settled
         self.open_calls: dict = {}
 
     def add(self, kind: str, record, block, index: int) -> bool:
         """Fold one record of the current schema; False when it lacks a field its type needs."""
-        field = self.field
-        if kind == TYPE_MESSAGE:
-            content = field(record, "content", MISSING)
-            return type(field(record, "role", None)) is str and content is not MISSING and content is not UNSET
-        if kind == TYPE_REASONING:
-            self.reasoning += 1
-        elif kind == TYPE_FUNCTION_CALL:
-            call_id = field(record, "callId", None)
-            if type(call_id) is not str or type(field(record, "name", None)) is not str:
-                return False
-            self.open_calls[call_id] = block[index]  # a call opens an entry...
-        elif kind == TYPE_FUNCTION_CALL_RESULT:
-            call_id = field(record, "callId", None)
-            if type(call_id) is not str:
-                return False
-            self.open_calls.pop(call_id, None)  # ...and its result closes it
-        elif kind == TYPE_AI_TITLE:
-            title = field(record, "title", None)
-            if type(title) is not str:
-                return False
-            self.title = title  # the latest title wins
-        elif kind == TYPE_FILE_SNAPSHOT:
-            self.snapshots.append(block[index])
+        try:
+            if kind == TYPE_MESSAGE:
+                role, content = self.role_content(record)
+                return type(role) is str and content is not UNSET
+            if kind == TYPE_REASONING:
+                self.reasoning += 1
+            elif kind == TYPE_FUNCTION_CALL:
+                call_id, name = self.call_name(record)
+                if type(call_id) is not str or type(name) is not str:
+                    return False
+                self.open_calls[call_id] = (block, index)  # a call opens an entry...
+            elif kind == TYPE_FUNCTION_CALL_RESULT:
+                call_id = self.call(record)
+                if type(call_id) is not str:
+                    return False
+                self.open_calls.pop(call_id, None)  # ...and its result closes it
+            elif kind == TYPE_AI_TITLE:
+                title = self.title_of(record)
+                if type(title) is not str:
+                    return False
+                self.title = title  # the latest title wins
+            elif kind == TYPE_FILE_SNAPSHOT:
+                self.snapshots.append((block, index))
+        except KeyError:  # the standard library's record lacks a field its type needs
+            return False
         return True
+
+    def settle(self) -> None:
+        """Replace what the fold noted in the block just read by block[index], so no block is held."""
+        for call_id, kept in self.open_calls.items():
+            if type(kept) is tuple:
+                self.open_calls[call_id] = kept[0][kept[1]]
+        self.snapshots[self.settled:] = [block[index] for block, index in self.snapshots[self.settled:]]
+        self.settled = len(self.snapshots)
 
     def summary(self, window: list, total: int, whole: Callable = lambda kept: kept) -> dict:
         """recover()'s summary of a file read to its end with nothing unusual, as the careful path
@@ -242,7 +257,7 @@ def _stdlib_values(chunk: bytes) -> list | None:
 def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict | None:
     """fast_recover with the standard library's scanner: each record decoded whole, checked and folded."""
     window: deque = deque(maxlen=min(max_items, sys.maxsize))
-    keep, fold = window.append, _Fold(dict.get)
+    keep, fold = window.append, _Fold(operator.itemgetter)
     add, expected, batch_end = fold.add, 1, None
     prefix = event_id_for(session_id, "")
     for chunk in _whole_line_blocks(file, limit):
@@ -258,7 +273,7 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
             sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
             if (sequence != expected or type(sequence) is not int or version != SCHEMA_VERSION
                     or type(version) is not int or type(kind) is not str  # a newer schema: the careful path
-                    or record.get("session_id") != session_id or record.get("event_id") != f"{prefix}{sequence}"
+                    or record.get("session_id") != session_id or record.get("event_id") != prefix + str(sequence)
                     or CHAIN_FIELD in record):  # the lab's chain: the careful path
                 return None
             if BATCH_END_FIELD in record:  # the lab's batches: their records follow one another
@@ -272,6 +287,7 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
             keep(record)
             if not add(kind, record, values, index):
                 return None
+        fold.settle()
     if batch_end is not None:  # a torn batch
         return None
     return fold.summary(list(window), expected - 1)
@@ -391,7 +407,7 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
     count = min(max_items, sys.maxsize)
     recent: deque = deque()  # the blocks the window's lines are in
     held = 0
-    fold = _Fold(getattr)
+    fold = _Fold(operator.attrgetter)
     add, expected, batch_end = fold.add, 1, None
     prefix = event_id_for(session_id, "")
     for chunk in _whole_line_blocks(file, limit):
@@ -409,7 +425,7 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
         for index, record in enumerate(records):
             sequence = record.sequence  # the lesson's checks of a record, the types checked by msgspec
             if (sequence != expected or record.schema_version != SCHEMA_VERSION or record.session_id != session_id
-                    or record.event_id != f"{prefix}{sequence}" or record.chain is not UNSET):
+                    or record.event_id != prefix + str(sequence) or record.chain is not UNSET):
                 return None
             end = record.batch_end
             if end is not UNSET:
@@ -421,6 +437,7 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
             expected += 1
             if not add(record.type, record, lines, index):
                 return None
+        fold.settle()
     if batch_end is not None:  # a torn batch
         return None
     try:
