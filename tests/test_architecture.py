@@ -111,9 +111,10 @@ def test_code_py_imports_nothing_from_the_kit():
 
 
 # Modules that start processes for other reasons: the grader runs pytest (under bubblewrap), the
-# benchmark measures memory in a fresh interpreter, the handout builds the kit's wheel with pip.
-# None runs a transcript writer to kill it.
-NOT_WRITER_SPAWNERS = {"grading/runner.py", "grading/sandbox.py", "grading/release.py", "bench/costs.py"}
+# benchmark measures memory in a fresh interpreter, the handout builds the kit's wheel with pip, the
+# paired bench asks git for another commit's files. None runs a transcript writer to kill it.
+NOT_WRITER_SPAWNERS = {"grading/runner.py", "grading/sandbox.py", "grading/release.py", "bench/costs.py",
+                       "bench/versus.py"}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
