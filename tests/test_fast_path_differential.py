@@ -378,9 +378,10 @@ def test_a_msgspec_loop_that_trusts_what_it_skips_is_caught(guard, twist):
         assert disagreements(data, "msgspec")
 
 
-def every_line_start(chunk: bytes) -> list[int]:
-    """fast._line_starts without its check of each line's shape: only the newlines count."""
-    return [0] + [position + 1 for position, byte in enumerate(chunk) if byte == ord("\n")]
+def every_line_start(chunk: bytes) -> tuple[list[int], bool]:
+    """fast._line_starts without its check of each line's shape: only the newlines count (and every
+    block is looked into for long integers)."""
+    return [0] + [position + 1 for position, byte in enumerate(chunk) if byte == ord("\n")], True
 
 
 def test_a_fast_path_that_only_counts_lines_is_caught():

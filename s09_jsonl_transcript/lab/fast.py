@@ -142,64 +142,70 @@ def table_matches() -> bool:
 
 
 class _Fold:
-    """The lesson's fold (code.fold) for both decoder loops, one record at a time, with the checks of
-    the fields it reads (code.shape_problem's, for the types of TYPES_FOLDED).
+    """The lesson's fold (code.fold) for both decoder loops, a block of records at a time, with the
+    checks of the fields it reads (code.shape_problem's, for the types of TYPES_FOLDED).
 
     `getter(*names)` makes what reads those fields of a record of either decoder in one call:
     operator.itemgetter for the standard library's dicts (KeyError: a field is missing),
-    operator.attrgetter for msgspec's Envelope (an absent field is UNSET). A record the fold keeps (a
-    snapshot, a call still open) is noted as (block, index) and settled at the end of its block
-    (settle): block[index] is the record itself for the standard library, its line for msgspec.
+    operator.attrgetter for msgspec's Envelope (an absent field is UNSET). What the fold keeps of a
+    record (a snapshot, a call still open) is kept[index]: the record itself for the standard library,
+    a copy of its line for msgspec, so no block is held.
     """
 
-    __slots__ = ("role_content", "call_name", "call", "title_of", "title", "reasoning", "snapshots", "settled",
+    __slots__ = ("kind_of", "role_content", "call_name", "call", "title_of", "title", "reasoning", "snapshots",
                  "open_calls")
 
     def __init__(self, getter: Callable):
-        self.role_content, self.call_name = getter("role", "content"), getter("callId", "name")
-        self.call, self.title_of = getter("callId"), getter("title")
+        self.kind_of, self.role_content = getter("type"), getter("role", "content")
+        self.call_name, self.call, self.title_of = getter("callId", "name"), getter("callId"), getter("title")
         self.title: str | None = None
         self.reasoning = 0
         self.snapshots: list = []
-        self.settled = 0  # the snapshots before this one are settled
         self.open_calls: dict = {}
 
-    def add(self, kind: str, record, block, index: int) -> bool:
-        """Fold one record of the current schema; False when it lacks a field its type needs."""
+    def block(self, records: list, kept) -> bool:
+        """Fold a block's records, their envelopes checked; False when one lacks a field its type needs.
+
+        kept[index] is what the fold keeps of records[index]. A call or a snapshot is noted by its
+        index while the block is folded; what is still kept when the block ends is taken from kept.
+        """
+        kind_of, role_content, call_name, call = self.kind_of, self.role_content, self.call_name, self.call
+        open_calls, snapshots, reasoning, opened, first = self.open_calls, self.snapshots, 0, [], len(self.snapshots)
         try:
-            if kind == TYPE_MESSAGE:
-                role, content = self.role_content(record)
-                return type(role) is str and content is not UNSET
-            if kind == TYPE_REASONING:
-                self.reasoning += 1
-            elif kind == TYPE_FUNCTION_CALL:
-                call_id, name = self.call_name(record)
-                if type(call_id) is not str or type(name) is not str:
-                    return False
-                self.open_calls[call_id] = (block, index)  # a call opens an entry...
-            elif kind == TYPE_FUNCTION_CALL_RESULT:
-                call_id = self.call(record)
-                if type(call_id) is not str:
-                    return False
-                self.open_calls.pop(call_id, None)  # ...and its result closes it
-            elif kind == TYPE_AI_TITLE:
-                title = self.title_of(record)
-                if type(title) is not str:
-                    return False
-                self.title = title  # the latest title wins
-            elif kind == TYPE_FILE_SNAPSHOT:
-                self.snapshots.append((block, index))
+            for index, kind in enumerate(map(kind_of, records)):
+                if kind == TYPE_MESSAGE:
+                    role, content = role_content(records[index])
+                    if type(role) is not str or content is UNSET:
+                        return False
+                elif kind == TYPE_REASONING:
+                    reasoning += 1
+                elif kind == TYPE_FUNCTION_CALL:
+                    call_id, name = call_name(records[index])
+                    if type(call_id) is not str or type(name) is not str:
+                        return False
+                    open_calls[call_id] = index  # a call opens an entry...
+                    opened.append(call_id)
+                elif kind == TYPE_FUNCTION_CALL_RESULT:
+                    call_id = call(records[index])
+                    if type(call_id) is not str:
+                        return False
+                    open_calls.pop(call_id, None)  # ...and its result closes it
+                elif kind == TYPE_AI_TITLE:
+                    title = self.title_of(records[index])
+                    if type(title) is not str:
+                        return False
+                    self.title = title  # the latest title wins
+                elif kind == TYPE_FILE_SNAPSHOT:
+                    snapshots.append(index)
         except KeyError:  # the standard library's record lacks a field its type needs
             return False
+        self.reasoning += reasoning
+        for call_id in opened:
+            noted = open_calls.get(call_id)
+            if type(noted) is int:  # still open: noted in this block
+                open_calls[call_id] = kept[noted]
+        snapshots[first:] = [kept[index] for index in snapshots[first:]]
         return True
-
-    def settle(self) -> None:
-        """Replace what the fold noted in the block just read by block[index], so no block is held."""
-        for call_id, kept in self.open_calls.items():
-            if type(kept) is tuple:
-                self.open_calls[call_id] = kept[0][kept[1]]
-        self.snapshots[self.settled:] = [block[index] for block, index in self.snapshots[self.settled:]]
-        self.settled = len(self.snapshots)
 
     def summary(self, window: list, total: int, whole: Callable = lambda kept: kept) -> dict:
         """recover()'s summary of a file read to its end with nothing unusual, as the careful path
@@ -257,8 +263,8 @@ def _stdlib_values(chunk: bytes) -> list | None:
 def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict | None:
     """fast_recover with the standard library's scanner: each record decoded whole, checked and folded."""
     window: deque = deque(maxlen=min(max_items, sys.maxsize))
-    keep, fold = window.append, _Fold(operator.itemgetter)
-    add, expected, batch_end = fold.add, 1, None
+    fold, expected, batch_end = _Fold(operator.itemgetter), 1, None
+    envelope = operator.itemgetter("sequence", "schema_version", "type", "session_id", "event_id")
     prefix = event_id_for(session_id, "")
     for chunk in _whole_line_blocks(file, limit):
         if not chunk:  # a line too long, or a partial tail
@@ -266,14 +272,15 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
         values = _deeper(FRAMES_BELOW_RECOVER, _stdlib_values, chunk)
         if values is None:
             return None
-        for index, record in enumerate(values):
+        for record in values:
             # the lesson's checks of a record (code.line_problem), in the common case only
-            if type(record) is not dict:
+            try:
+                sequence, version, kind, session, event_id = envelope(record)
+            except (KeyError, TypeError):  # a field missing, or not an object
                 return None
-            sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
             if (sequence != expected or type(sequence) is not int or version != SCHEMA_VERSION
                     or type(version) is not int or type(kind) is not str  # a newer schema: the careful path
-                    or record.get("session_id") != session_id or record.get("event_id") != prefix + str(sequence)
+                    or session != session_id or event_id != prefix + str(sequence)
                     or CHAIN_FIELD in record):  # the lab's chain: the careful path
                 return None
             if BATCH_END_FIELD in record:  # the lab's batches: their records follow one another
@@ -284,10 +291,9 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
             elif batch_end is not None:
                 return None
             expected += 1
-            keep(record)
-            if not add(kind, record, values, index):
-                return None
-        fold.settle()
+        window.extend(values)
+        if not fold.block(values, values):
+            return None
     if batch_end is not None:  # a torn batch
         return None
     return fold.summary(list(window), expected - 1)
@@ -330,13 +336,11 @@ _OPEN, _CLOSE = ord("{"), ord("}")
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")  # a run of digits becomes a run of "0"
 
 
-def _may_hold_a_long_integer(chunk: bytes, starts: list[int]) -> bool:
+def _may_hold_a_long_integer(chunk: bytes, long_lines: bool) -> bool:
     """True when a line of chunk may hold an integer longer than Python's digit limit (the careful
-    decoder refuses one; msgspec skips it unread): a run of that many digits, or more."""
-    digits = sys.get_int_max_str_digits()  # 0: no limit
-    if not digits or len(chunk) <= digits or max(map(operator.sub, starts[1:], starts)) <= digits:
-        return False
-    return b"0" * (digits + 1) in chunk.translate(_DIGITS_AS_ZERO)
+    decoder refuses one; msgspec skips it unread): a run of that many digits, or more. Only a line
+    longer than the limit can (_line_starts says whether chunk has one)."""
+    return long_lines and b"0" * (sys.get_int_max_str_digits() + 1) in chunk.translate(_DIGITS_AS_ZERO)
 
 
 def _is_utf8(chunk: bytes) -> bool:
@@ -350,29 +354,35 @@ def _is_utf8(chunk: bytes) -> bool:
     return True
 
 
-def _line_starts(chunk: bytes) -> list[int] | None:
-    """Where each line of chunk starts, then len(chunk), if each starts with "{" and ends with "}"; else None.
+def _line_starts(chunk: bytes) -> tuple[list[int], bool] | None:
+    """Where each line of chunk starts, then len(chunk), if each starts with "{" and ends with "}"; else
+    None. With them, whether a line is longer than Python's digit limit (it is looked into for digits).
 
     msgspec's decode_lines reads values one after another, a newline being only whitespace to it:
     one value could span two lines and two could share one. A "}" then a "{" is always two values,
     never one (a string cannot hold a raw newline), so with this shape each newline ends a value,
     and the values fall one to a line exactly when there are as many of them as lines.
     """
-    starts, position, find = [], 0, chunk.find
-    while (newline := find(b"\n", position)) >= 0:
+    starts, position, find, end, long_lines = [], 0, chunk.find, len(chunk), False
+    reach = sys.get_int_max_str_digits() or end  # 0: no limit
+    while position < end:  # chunk ends with a newline
+        newline = find(b"\n", position, position + reach)
+        if newline < 0:  # this line is longer than the limit
+            long_lines, newline = True, find(b"\n", position)
         if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
             return None
         starts.append(position)
         position = newline + 1
     starts.append(position)
-    return starts
+    return starts, long_lines
 
 
 def _envelopes(chunk: bytes) -> tuple[list, list[int]] | None:
     """The Envelope of each line of chunk and where the lines start, or None if any line is unusual."""
-    starts = _line_starts(chunk)
-    if starts is None or not _is_utf8(chunk) or _may_hold_a_long_integer(chunk, starts):
+    found = _line_starts(chunk)
+    if found is None or not _is_utf8(chunk) or _may_hold_a_long_integer(chunk, found[1]):
         return None
+    starts = found[0]
     try:
         records = _ENVELOPES.decode_lines(chunk)
     except Exception:  # msgspec.DecodeError, ValidationError, RecursionError: the careful path decides
@@ -408,7 +418,7 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
     recent: deque = deque()  # the blocks the window's lines are in
     held = 0
     fold = _Fold(operator.attrgetter)
-    add, expected, batch_end = fold.add, 1, None
+    expected, batch_end = 1, None
     prefix = event_id_for(session_id, "")
     for chunk in _whole_line_blocks(file, limit):
         if not chunk:  # a line too long, or a partial tail
@@ -421,8 +431,7 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
         held += len(records)
         while len(recent) > 1 and held - (len(recent[0][1]) - 1) >= count:  # the later blocks hold the window
             held -= len(recent.popleft()[1]) - 1
-        lines = _Lines(chunk, starts)
-        for index, record in enumerate(records):
+        for record in records:
             sequence = record.sequence  # the lesson's checks of a record, the types checked by msgspec
             if (sequence != expected or record.schema_version != SCHEMA_VERSION or record.session_id != session_id
                     or record.event_id != prefix + str(sequence) or record.chain is not UNSET):
@@ -435,9 +444,8 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
             elif batch_end is not None:
                 return None
             expected += 1
-            if not add(record.type, record, lines, index):
-                return None
-        fold.settle()
+        if not fold.block(records, _Lines(chunk, starts)):
+            return None
     if batch_end is not None:  # a torn batch
         return None
     try:
