@@ -353,11 +353,23 @@ def test_a_fast_path_that_skips_the_chain_check_is_caught(decoder):
         assert disagreements(damaged, decoder)
 
 
+def blind_to_newer_schemas(decoder: str):
+    """The decoder's loop taking schema 2 for its own: the stdlib's compares with another number,
+    msgspec's Envelope takes any integer as the schema_version."""
+    if decoder == "stdlib":
+        return broken("SCHEMA_VERSION", 2)
+
+    class AnySchema(fast.Envelope):
+        schema_version: int
+    return broken("_ENVELOPES", fast.msgspec.json.Decoder(AnySchema))
+
+
 @pytest.mark.parametrize("decoder", AVAILABLE)
 def test_a_fast_path_that_takes_newer_schemas_for_its_own_is_caught(decoder):
     data = b"".join(encoded(TWISTS[name](n)) + b"\n" for n, name in enumerate(["none", "title"], start=1))
     newer = data.replace(b'"schema_version":1', b'"schema_version":2')
-    with broken("SCHEMA_VERSION", 2):
+    assert disagreements(newer, decoder) == []
+    with blind_to_newer_schemas(decoder):
         assert disagreements(newer, decoder)
 
 

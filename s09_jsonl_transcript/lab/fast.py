@@ -29,7 +29,7 @@ from collections import deque
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from typing import Callable
+from typing import Annotated, Callable
 
 from ..code import (
     DECODER,
@@ -313,15 +313,16 @@ if msgspec is not None:
     class Envelope(msgspec.Struct, gc=False):
         """The fields of one record that msgspec's loop checks and folds, typed; the rest are skipped.
 
-        A field of another type is a msgspec.ValidationError: the careful path decides the file.
+        A field of another type is a msgspec.ValidationError: the careful path decides the file. So
+        is a schema other than this one (a newer schema is the careful path's) and the lab's chain.
         """
-        schema_version: int
+        schema_version: Annotated[int, msgspec.Meta(ge=SCHEMA_VERSION, le=SCHEMA_VERSION)]
         sequence: int
         event_id: str
         session_id: str
         type: str
         batch_end: int | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name=BATCH_END_FIELD)
-        chain: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name=CHAIN_FIELD)
+        chain: msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name=CHAIN_FIELD)  # present: refused
         role: str | msgspec.UnsetType = msgspec.UNSET
         content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET  # only its presence is checked
         callId: str | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - the field's name in the file
@@ -363,14 +364,13 @@ def _line_starts(chunk: bytes) -> tuple[list[int], bool] | None:
     never one (a string cannot hold a raw newline), so with this shape each newline ends a value,
     and the values fall one to a line exactly when there are as many of them as lines.
     """
-    starts, position, find, end, long_lines = [], 0, chunk.find, len(chunk), False
-    reach = sys.get_int_max_str_digits() or end  # 0: no limit
-    while position < end:  # chunk ends with a newline
-        newline = find(b"\n", position, position + reach)
-        if newline < 0:  # this line is longer than the limit
-            long_lines, newline = True, find(b"\n", position)
+    starts, position, find, long_lines = [], 0, chunk.find, False
+    digits = sys.get_int_max_str_digits() or len(chunk)  # 0: no limit
+    while (newline := find(b"\n", position)) >= 0:
         if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
             return None
+        if newline - position >= digits:
+            long_lines = True
         starts.append(position)
         position = newline + 1
     starts.append(position)
@@ -433,8 +433,7 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
             held -= len(recent.popleft()[1]) - 1
         for record in records:
             sequence = record.sequence  # the lesson's checks of a record, the types checked by msgspec
-            if (sequence != expected or record.schema_version != SCHEMA_VERSION or record.session_id != session_id
-                    or record.event_id != prefix + str(sequence) or record.chain is not UNSET):
+            if sequence != expected or record.session_id != session_id or record.event_id != prefix + str(sequence):
                 return None
             end = record.batch_end
             if end is not UNSET:
