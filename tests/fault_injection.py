@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
-from s09_jsonl_transcript.code import JSONLTranscript
-from s09_jsonl_transcript.lab import DurableTranscript
-
 KINDS = ("open", "write", "fsync", "truncate")
-CLASSES = {"lesson": JSONLTranscript, "lab": DurableTranscript}  # the two transcript classes every fault test runs
-BOTH = pytest.mark.parametrize("cls", list(CLASSES.values()), ids=list(CLASSES))
 
 
 def message(content, role="user") -> dict:
@@ -165,3 +162,75 @@ def faults_for(calls: list[Call]) -> list[Fault]:
         if call.kind == "open":
             faults.append(Fault(number, code=errno.EMFILE))
     return faults
+
+
+# --------------------------------------------------------------------------- a real full disk
+
+
+@contextmanager
+def small_tmpfs(folder: Path, size: str = "256k"):
+    """A real tmpfs of this size mounted at folder (root only), unmounted at the end."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()}): the I/O seam tests stand in")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def outcomes_at_a_fifo_or_a_device(program: str, folder: Path, kind: str) -> dict:
+    """Put a FIFO (kind "fifo") or a link to /dev/zero ("device") at folder/s.jsonl, run program on that path
+    in a child with a timeout (a regression that blocks fails instead of hanging the suite), and return the
+    JSON object it prints: what each call it made answered."""
+    import json
+    import sys
+
+    path = folder / "s.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)  # reads forever, never ends in a newline
+    child = subprocess.run([sys.executable, "-c", program, str(path)], capture_output=True, text=True,
+                           cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert child.returncode == 0, child.stderr
+    return json.loads(child.stdout)
+
+
+def full_disk_round_trip(cls, folder: Path):
+    """On a real full disk (a tmpfs at folder): append one event, fill the disk, try a longer one (which must
+    fail and be undone), free the space, retry it, and check each event is there once. Returns the error the
+    failed append raised, for the caller to judge."""
+    from s09_jsonl_transcript.code import ticking_clock
+
+    with small_tmpfs(folder) as disk:
+        path = disk / "s.jsonl"
+        writer = cls(path, clock=ticking_clock())
+        writer.append(message("one"))
+        before = path.read_bytes()
+        filler = fill(disk, leave=0)
+        big = message("x" * 20_000)  # longer than any free block left
+        try:
+            writer.append(big)
+        except OSError as error:
+            refused = error
+        else:
+            raise AssertionError("an append to a full disk returned")
+        assert path.read_bytes() == before and contents(cls, path) == ["one"]  # undone
+        filler.unlink()
+        assert writer.append(big)["sequence"] == 2  # the caller's retry
+        writer.close()
+        assert contents(cls, path) == ["one", "x" * 20_000]
+    return refused
+
+
+def fill(folder: Path, leave: int) -> Path:
+    """Fill the file system under folder until about `leave` bytes are free; return the filler file."""
+    filler = folder / "filler"
+    stats = os.statvfs(folder)
+    free = stats.f_bavail * stats.f_frsize
+    with open(filler, "wb") as file:
+        file.write(b"x" * max(free - leave, 0))
+    return filler

@@ -1,6 +1,7 @@
-"""The package's layout keeps the promises of issue #10: modules talk through public names only,
-the lesson modules sit above the crash lab (never the other way round), and every real crash
-starts its child process through the lab's one spawner (code.py's demo starts its own agent).
+"""The package's layout keeps the promises of issues #10 and #51: modules talk through public names only,
+the lab is built from the lesson's functions and never on its class, the lesson modules sit above the
+crash lab (never the other way round), and every real crash starts its child process through the lab's
+one spawner (code.py's demo starts its own agent).
 """
 
 import ast
@@ -50,53 +51,36 @@ def test_the_private_name_check_can_fail(tmp_path):
     assert len(private_uses(probe)) == 2
 
 
-def lesson_private_names(path: Path = PACKAGE / "code.py") -> set[str]:
-    """Every private name the lesson defines: module names, class members, and attributes it sets on self."""
+def subclasses_of_the_lessons_class(path: Path) -> list[str]:
+    """Every class the module defines on the lesson's JSONLTranscript (named, or read off a module)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            names.add(node.attr)
-    return {name for name in names if _is_private(name)}
+    return [f"line {node.lineno}: {node.name}" for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            for base in node.bases if ast.unparse(base).split(".")[-1] == "JSONLTranscript"]
 
 
-def uses_of_lesson_privates(path: Path, private: set[str]) -> list[str]:
-    """Where a module reaches a private name of the lesson: obj._x read or set (self included), or a
-    class member of that name (an override of the lesson's private method)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in private:
-            found.append(f"line {node.lineno}: {ast.unparse(node)}")
-        elif isinstance(node, ast.ClassDef):
-            for member in node.body:
-                targets = member.targets if isinstance(member, ast.Assign) else [member]
-                for target in targets:
-                    name = getattr(target, "name", None) or getattr(target, "id", None)
-                    if name in private:
-                        found.append(f"line {member.lineno}: {node.name}.{name} overrides the lesson's private name")
-    return found
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_module_builds_on_the_lessons_class(path):
+    """The lab is built from the lesson's functions (line_problem, fold, select_candidate, ...), never on its
+    class (issue 51): the class is the course's API, free to keep its writer simple, and the lab keeps the
+    hardening it needs in its own writer (lab/writer.py)."""
+    assert subclasses_of_the_lessons_class(path) == []
 
 
-@pytest.mark.parametrize("path", [path for path in MODULES if path.name != "code.py" or path.parent != PACKAGE],
-                         ids=lambda path: str(path.relative_to(PACKAGE)))
-def test_no_module_reaches_a_private_name_of_the_lesson(path):
-    """The lab extends code.py through its public surface (envelope, record_problem, rebuild, open_writer,
-    read_for_writer, write_durably, file_io, next_sequence), never through what the lesson keeps to itself."""
-    assert uses_of_lesson_privates(path, lesson_private_names()) == []
-
-
-def test_the_lesson_private_name_check_can_fail(tmp_path):
-    private = lesson_private_names()
-    assert {"_fd", "_drop_writer", "_file_state", "_closer"} <= private
+def test_the_subclass_check_can_fail(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("class T(JSONLTranscript):\n    def _drop_writer(self):\n        return self._fd\n"
-                     "    _read_all_events = None\n\nt = T('x')\nt._file_state\n")
-    assert len(uses_of_lesson_privates(probe, private)) == 4
+    probe.write_text("from . import code\n\nclass T(JSONLTranscript):\n    pass\n\n"
+                     "class U(code.JSONLTranscript):\n    pass\n")
+    assert len(subclasses_of_the_lessons_class(probe)) == 2
+
+
+def test_the_labs_careful_reader_judges_each_record_by_the_lessons_rule():
+    """The lesson's reading rule stays the oracle: the lab's careful reader calls the lesson's line_problem on
+    every record and folds with the lesson's fold; the fast paths are held to the careful reader."""
+    tree = ast.parse((PACKAGE / "lab" / "transcript.py").read_text(encoding="utf-8"))
+    from_lesson = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   and node.module == "code" and node.level == 2 for alias in node.names}
+    called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert {"line_problem", "fold", "messages_of", "select_candidate"} <= from_lesson & called
 
 
 def _is_main_guard(node) -> bool:
@@ -129,11 +113,12 @@ def test_code_py_imports_nothing_from_the_kit():
 
 
 # Modules that start processes for other reasons: the grader runs pytest (under bubblewrap), the
-# benchmark measures memory in a fresh interpreter, the handout builds the kit's wheel with pip.
-# None runs the kit's own transcript writers to kill them; the capstone's grader (durability/runs.py)
-# runs a student's writer, in the student's sandbox under strace, which holds its kills.
+# benchmark measures memory in a fresh interpreter, the handout builds the kit's wheel with pip, the
+# paired bench asks git for another commit's files. None runs the kit's own transcript writers to kill
+# them; the capstone's grader (durability/runs.py) runs a student's writer, in the student's sandbox
+# under strace, which holds its kills.
 NOT_WRITER_SPAWNERS = {"grading/runner.py", "grading/sandbox.py", "grading/release.py", "bench/costs.py",
-                       "grading/durability/runs.py"}
+                       "bench/versus.py", "grading/durability/runs.py"}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))

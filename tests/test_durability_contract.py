@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from s09_jsonl_transcript.code import SCHEMA_VERSION, event_id_for, read_records
+from s09_jsonl_transcript.code import SCHEMA_VERSION, event_id_for, read_transcript
 from s09_jsonl_transcript.grading.durability import runs
 from s09_jsonl_transcript.grading.durability.contract import (
     GIVEN_CELL,
@@ -29,9 +29,9 @@ def test_the_given_cells_records_are_the_lessons(tmp_path):
     events = session_events(2)
     file = tmp_path / f"{SESSION_ID}.jsonl"
     file.write_bytes(contract.file_bytes(PATH, events))
-    read = read_records(file, SESSION_ID)
-    assert read.events == contract.records(PATH, events) and read.partial_tail_offset is None
-    first = read.events[0]
+    events_read, partial_tail = read_transcript(file)
+    assert events_read == contract.records(PATH, events) and not partial_tail
+    first = events_read[0]
     assert first["schema_version"] == SCHEMA_VERSION and first["event_id"] == event_id_for(SESSION_ID, 1)
     assert contract.file_bytes(PATH, events) == contract.file_bytes(PATH, events)  # a fixed clock: the same bytes
 

@@ -1,6 +1,6 @@
 """The fast write path (fast.plain_payload, encode_record(floats=False), utc_stamp) against the careful one.
 
-The careful path (fast_paths = False: the lesson's checked_event, then the lab's field check, then
+The careful path (fast_paths = False: the lab's checked_event, then the lab's field check, then
 encode_record's float check) defines every verdict. For every event, append and append_batch on
 a transcript with the fast path give the same answer as on one without: the same record, or the
 same exception and message, and the same bytes on disk. Whenever plain_payload accepts an event,
@@ -23,15 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s09_jsonl_transcript.code import (
-    MAX_NESTING,
     TYPE_FUNCTION_CALL,
     TYPE_MESSAGE,
-    JSONLTranscript,
     TranscriptValidationError,
-    checked_event,
     ticking_clock,
 )
-from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO, fast
+from s09_jsonl_transcript.lab import MAX_NESTING, DurableTranscript, OsFileIO, checked_event, fast
 
 AVAILABLE = [name for name in fast.DECODERS if name == "stdlib" or fast.msgspec is not None]
 checks = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -295,7 +292,7 @@ def test_a_fast_path_that_lets_floats_skip_the_float_check_is_caught():
 
 
 class FailsOnce(OsFileIO):
-    """The lesson's I/O calls, whose first write after arm() fails as a full disk would."""
+    """The writer's I/O calls, whose first write after arm() fails as a full disk would."""
 
     armed = False
 
@@ -306,30 +303,30 @@ class FailsOnce(OsFileIO):
         return super().write(fd, data)
 
 
-def test_the_appends_ask_the_lessons_writer_check_only_when_the_writer_may_be_closed(tmp_path, monkeypatch):
-    """The lab skips the lesson's open_writer (and its os.getpid()) while it holds the writer; it still
-    asks after close(), after a failed write (the lesson dropped the writer) and after a fork
-    (tests/test_lesson_and_lab_promises.py forks)."""
-    asked = []
-    real = JSONLTranscript.open_writer
-    monkeypatch.setattr(JSONLTranscript, "open_writer", lambda self: asked.append(1) or real(self))
+def test_the_appends_reopen_the_writer_only_when_it_may_be_closed(tmp_path, monkeypatch):
+    """While this process holds the writer, an append neither reopens it nor reads the file's end; it
+    does after close(), after a failed write (the writer is dropped) and after a fork
+    (tests/test_lab_promises.py forks)."""
+    opened = []
+    real = DurableTranscript.read_for_writer
+    monkeypatch.setattr(DurableTranscript, "read_for_writer", lambda self: opened.append(1) or real(self))
     file_io = FailsOnce()
     transcript = DurableTranscript(tmp_path / "s.jsonl", file_io=file_io)
     for _ in range(3):
         transcript.append(EDGES["plain message"])
     transcript.append_batch([EDGES["plain message"]] * 2)
-    assert len(asked) == 1
+    assert len(opened) == 1
     transcript.close()
     transcript.append(EDGES["plain message"])
-    assert len(asked) == 2
+    assert len(opened) == 2
     for act in (lambda: transcript.append(EDGES["plain message"]),
                 lambda: transcript.append_batch([EDGES["plain message"]] * 2)):
         file_io.armed = True
         with pytest.raises(OSError, match="no space"):
             act()
-        before = len(asked)
-        act()  # reopens: the lesson re-reads the tail
-        assert len(asked) == before + 1
+        before = len(opened)
+        act()  # reopens: the writer reads the file's end again
+        assert len(opened) == before + 1
     transcript.close()
     sequences = [record["sequence"] for record in DurableTranscript(tmp_path / "s.jsonl").read_events()]
     assert sequences == list(range(1, 10))

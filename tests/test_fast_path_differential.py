@@ -214,8 +214,8 @@ def test_the_fast_path_hands_a_chained_file_to_the_careful_path(decoder):
     assert disagreements(CHAINED, decoder, integrity=True) == []
 
 
-def test_the_inline_checks_and_fold_are_the_lessons_table():
-    assert fast.TYPES_FOLDED_INLINE == EVENT_TYPES and fast.table_matches()
+def test_the_one_fold_checks_and_folds_the_lessons_table():
+    assert fast.TYPES_FOLDED == EVENT_TYPES and fast.table_matches()
 
 
 @decoders
@@ -353,11 +353,23 @@ def test_a_fast_path_that_skips_the_chain_check_is_caught(decoder):
         assert disagreements(damaged, decoder)
 
 
+def blind_to_newer_schemas(decoder: str):
+    """The decoder's loop taking schema 2 for its own: the stdlib's compares with another number,
+    msgspec's Envelope takes any integer as the schema_version."""
+    if decoder == "stdlib":
+        return broken("SCHEMA_VERSION", 2)
+
+    class AnySchema(fast.Envelope):
+        schema_version: int
+    return broken("_ENVELOPES", fast.msgspec.json.Decoder(AnySchema))
+
+
 @pytest.mark.parametrize("decoder", AVAILABLE)
 def test_a_fast_path_that_takes_newer_schemas_for_its_own_is_caught(decoder):
     data = b"".join(encoded(TWISTS[name](n)) + b"\n" for n, name in enumerate(["none", "title"], start=1))
     newer = data.replace(b'"schema_version":1', b'"schema_version":2')
-    with broken("SCHEMA_VERSION", 2):
+    assert disagreements(newer, decoder) == []
+    with blind_to_newer_schemas(decoder):
         assert disagreements(newer, decoder)
 
 
@@ -378,9 +390,10 @@ def test_a_msgspec_loop_that_trusts_what_it_skips_is_caught(guard, twist):
         assert disagreements(data, "msgspec")
 
 
-def every_line_start(chunk: bytes) -> list[int]:
-    """fast._line_starts without its check of each line's shape: only the newlines count."""
-    return [0] + [position + 1 for position, byte in enumerate(chunk) if byte == ord("\n")]
+def every_line_start(chunk: bytes) -> tuple[list[int], bool]:
+    """fast._line_starts without its check of each line's shape: only the newlines count (and every
+    block is looked into for long integers)."""
+    return [0] + [position + 1 for position, byte in enumerate(chunk) if byte == ord("\n")], True
 
 
 def test_a_fast_path_that_only_counts_lines_is_caught():

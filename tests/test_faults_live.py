@@ -14,12 +14,10 @@ from fault_injection import Fault, Injector, faults_for, message, record
 
 from s09_jsonl_transcript.code import (
     TranscriptCorruptionError,
-    TranscriptIOError,
-    TranscriptOutcomeUnknownError,
     TranscriptValidationError,
     ticking_clock,
 )
-from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO
+from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO, TranscriptIOError, TranscriptOutcomeUnknownError
 from s09_jsonl_transcript.production.live import LiveInputError, SessionEventLog, SessionGoneError
 from s09_jsonl_transcript.production.turns import session_status
 

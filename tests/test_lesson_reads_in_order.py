@@ -1,5 +1,5 @@
-"""code.py reads top to bottom (issue 41): no name is used above the line that defines it, the
-reading rule is one function, and every line fits in 100 columns.
+"""code.py reads top to bottom (issues 41 and 51): no name is used above the line that defines it, the
+sections come in the chapters' order, the reading rule is one function, and every line fits in 100 columns.
 
 A student reads the lesson once, in order. A helper used 200 lines before its definition sends them
 searching; so does a method that calls one defined further down the class.
@@ -76,16 +76,35 @@ def test_every_line_fits_in_100_columns():
 
 
 def test_the_reading_rule_is_one_function_with_both_verdicts():
-    """read_records decides both: a partial tail is forgiven and reported, a bad complete line raises."""
+    """read_transcript decides both: a partial tail is forgiven and reported, a bad complete line raises."""
     tree = ast.parse(LESSON.read_text(encoding="utf-8"))
-    rule = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "read_records")
+    rule = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "read_transcript")
     body = ast.unparse(rule)
-    assert "partial_tail_offset" in body and "raise TranscriptCorruptionError" in body
+    assert "return (events, True)" in body and "raise TranscriptCorruptionError" in body
     assert rule.end_lineno - rule.lineno < 45
 
 
+# Each section's first definition, in the order issue 51 gives: the chapters' order, then the class and the demo.
+SECTIONS = [("1. the envelope and append's steps", "envelope"),
+            ("2. the agent, killed in the middle of a line", "MockLLM"),
+            ("3. the reading rule and the recovery of the end", "read_transcript"), ("4. the replay fold", "fold"),
+            ("5. the memory gate", "select_candidate"), ("6. the class", "JSONLTranscript"), ("7. the demo", "demo")]
+
+
 def test_the_sections_come_in_the_lessons_order():
-    """1 the envelope, 2 append, 3 reading, 4 replay, 5 the gate, 6 the class, 7 the demo."""
-    order = ["checked_event", "FileIO", "read_records", "rebuild", "memory_candidate", "JSONLTranscript", "demo"]
+    names = [name for _, name in SECTIONS]
     lines = module_definitions(ast.parse(LESSON.read_text(encoding="utf-8")))
-    assert sorted(order, key=lines.get) == order
+    assert all(name in lines for name in names), [name for name in names if name not in lines]
+    assert sorted(names, key=lines.__getitem__) == names
+
+
+def test_append_is_one_write_on_an_o_append_descriptor_then_fsync_in_section_one():
+    """Section 1 holds append's steps before anything reads: O_APPEND, the folder's fsync for a new file,
+    one write of the whole line, then fsync."""
+    tree = ast.parse(LESSON.read_text(encoding="utf-8"))
+    lines = module_definitions(tree)
+    steps = {node.name: ast.unparse(node) for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert "os.O_APPEND" in steps["open_for_append"] and "fsync_dir" in steps["open_for_append"]
+    write_then_sync = steps["append_line"]
+    assert write_then_sync.index("file_io.write(fd, line)") < write_then_sync.index("file_io.fsync(fd)")
+    assert lines["open_for_append"] < lines["append_line"] < lines["MockLLM"]

@@ -31,7 +31,7 @@ CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 WORD = re.compile(r"\b[A-Za-z]{2,}\b")  # a name_with_underscores is not words
 # Messages of other libraries the index passes on (sqlite3's own words), translated in library.json too.
 FOREIGN = {"file is not a database": "sqlite3.DatabaseError"}
-# Messages the lesson builds in a loop (code.record_problem, one per envelope field it checks), whose
+# Messages the lesson builds in a loop (code.line_problem, one per envelope field it checks), whose
 # literal words alone are too few to find.
 LOOPED = {f"expected {name} {{0}}, got {{1}}" for name in ("sequence", "session_id", "event_id")}
 # What a session wrote into its transcript: an error result is evidence, shown as it is on disk.

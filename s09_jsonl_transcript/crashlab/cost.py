@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..code import MockLLM, ticking_clock
+from ..code import BUG_FIX_SCRIPT, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
 from .powerloss import SimulatedSyncFileIO
 
@@ -39,9 +39,10 @@ class IntegrityCost:
 
 
 def _one_run(folder: Path, name: str, integrity: bool, appends: int, synced: bool) -> tuple[float, float]:
-    """Append `appends` events of MockLLM's session to a new file; return (us per append, bytes per record)."""
+    """Append `appends` events of the scripted session (BUG_FIX_SCRIPT) to a new file; return (us per append,
+    bytes per record)."""
     path = folder / name
-    events = MockLLM().script
+    events = BUG_FIX_SCRIPT
     file_io = OsFileIO() if synced else SimulatedSyncFileIO()
     with DurableTranscript(path, integrity=integrity, clock=ticking_clock(), file_io=file_io) as transcript:
         transcript.append(events[0])  # opens the file, takes the lock: not part of the cost per append

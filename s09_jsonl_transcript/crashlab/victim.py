@@ -43,7 +43,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ..code import SCHEMA_VERSION, JSONLTranscript, encode_line, event_id_for, ticking_clock
+from ..code import SCHEMA_VERSION, JSONLTranscript, encode, event_id_for, ticking_clock
 from ..lab import DurableTranscript, OsFileIO
 from ..production.live import CommitRefused, SessionEventLog
 from .workload import ALL_MODES, LESSON_MODES, part_id_of, stream_pieces, workload_event
@@ -263,7 +263,7 @@ def _leave_a_torn_record(path: str, n: int, now, rng: random.Random) -> int:
     session_id = Path(path).stem
     record = {"schema_version": SCHEMA_VERSION, "sequence": n, "event_id": event_id_for(session_id, n),
               "session_id": session_id, "recorded_at": now.isoformat(), **workload_event(n)}
-    line = encode_line(record)
+    line = encode(record)
     kept = rng.randrange(len(line))  # never the whole line: that would be an append nobody made
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ..code import regular
+from ..lab import regular
 
 TYPE_SOURCE_RECORD = "source-record"  # a source line kept as evidence, never mapped to a lesson type
 BLOCK_BYTES = 1024 * 1024  # how much of the source is read at a time
@@ -55,7 +55,7 @@ class SourceLine:
 def source_lines(path, *, stop_at: int | None = None) -> Iterator[SourceLine]:
     """Yield the lines of a file in order, holding about one block in memory; stop at byte stop_at if given.
 
-    Anything but a regular file (a FIFO, a device) is refused at once with the lesson's TranscriptIOError.
+    Anything but a regular file (a FIFO, a device) is refused at once with the lab's TranscriptIOError.
     """
     number, offset, pending = 0, 0, b""
     with open(regular(path), "rb") as file:

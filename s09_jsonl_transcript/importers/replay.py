@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..code import SESSION_MAX_ITEMS, last_items, messages_of
+from ..code import SESSION_MAX_ITEMS, messages_of, window_of
 from ..lab import DurableTranscript
 from .common import TYPE_SOURCE_RECORD
 
 
 def window_events(path, max_items: int = SESSION_MAX_ITEMS) -> list[dict]:
     """The last max_items events of the transcript at path that are not evidence, oldest first."""
-    last_items([], max_items)  # refuses a max_items that is not a whole number >= 0
+    window_of([], max_items)  # refuses a max_items that is not a whole number >= 0
     transcript = DurableTranscript(path)
     window, before = deque(), None
     while len(window) < max_items:

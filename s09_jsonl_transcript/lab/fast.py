@@ -5,7 +5,9 @@ The careful path (lab.DurableTranscript's scan: lines, the lesson's checks, the 
 checks, the lesson's fold) is the definition of every verdict. The fast read path does only the
 common case: whole lines of the current schema, in order, no chain, every batch finished. It
 decodes each block with a JSON decoder called directly, checks the decoded envelope inline and
-folds each record as it goes. On anything else (damage, a partial tail, a torn batch, a newer
+hands each record to the one fold both decoders' loops share (_Fold: the lesson's fold, with the
+checks of the fields each type needs), which reads a record's fields through the decoder's getter
+(operator.itemgetter or operator.attrgetter). On anything else (damage, a partial tail, a torn batch, a newer
 schema, the hash chain, a line near a limit) it gives up and returns None, and the caller runs
 the careful path from the start, so a verdict can only come from the careful path or agree with it.
 
@@ -26,15 +28,14 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from json.encoder import c_make_encoder, encode_basestring
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Annotated, Callable
 
 from ..code import (
     DECODER,
     ENCODER,
     EVENT_TYPES,
     FIELDS_APPEND_WRITES,
-    INT_LIMIT,
-    MAX_NESTING,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
     TYPE_FILE_SNAPSHOT,
@@ -46,14 +47,16 @@ from ..code import (
     TranscriptValidationError,
     event_id_for,
     messages_of,
-    regular,
     shape_problem,
 )
+from .checks import INT_LIMIT, MAX_NESTING
+from .writer import regular
 
 try:  # the optional `fast` extra
     import msgspec
 except ImportError:  # pragma: no cover - depends on what is installed
-    msgspec = None
+    msgspec = None  # type: ignore[assignment]
+UNSET: object = msgspec.UNSET if msgspec is not None else object()  # msgspec's value of an absent field
 
 DECODERS = ("stdlib", "msgspec")
 DECODER_VARIABLE = "S09_DECODER"
@@ -100,9 +103,12 @@ def _whole_line_blocks(file, limit: int):
     in a partial line; None (and no more) once a line reaches limit, the longest line allowed."""
     pending = b""
     while block := file.read(BLOCK):
-        data = pending + block if pending else block
-        cut = data.rfind(b"\n") + 1
-        chunk, pending = data[:cut], data[cut:]
+        cut = block.rfind(b"\n") + 1
+        if cut:  # the block's whole lines, after the line the last block began: one copy
+            chunk = b"".join((pending, memoryview(block)[:cut])) if pending else block[:cut]
+            pending = block[cut:]
+        else:
+            chunk, pending = b"", pending + block
         if len(pending) >= limit or (chunk and _too_long(chunk, limit)):
             yield None
             return
@@ -122,28 +128,95 @@ def _deeper(frames: int, decode, chunk: bytes):
     return decode(chunk) if frames <= 0 else _deeper(frames - 1, decode, chunk)
 
 
-def _summary(window: list, title, snapshots: list, total: int, reasoning: int, pending_calls: list) -> dict:
-    """recover()'s summary of a file read to its end with nothing unusual: the lesson's ReplayState as a dict."""
-    state = ReplayState(messages=messages_of(window), title=title, file_snapshots=snapshots, total_events=total,
-                        reasoning_count=reasoning, next_sequence=total + 1, ignored_partial_tail=False,
-                        pending_calls=pending_calls, unknown_schema_events=0)
-    summary = dict(vars(state))
-    summary["message_count"] = len(state.messages)
-    return summary
-
-
-# The lesson's table of event types as the loops below check and fold them, written out inline. If
-# the lesson's table changes (a type added, a field), the loops stand aside and the careful path
-# (the lesson's own checks and fold) answers; tests/test_fast_path_differential.py says so.
-TYPES_FOLDED_INLINE = {TYPE_MESSAGE: {"role": str, "content": None}, TYPE_REASONING: {},
-                       TYPE_FUNCTION_CALL: {"callId": str, "name": str},
-                       TYPE_FUNCTION_CALL_RESULT: {"callId": str}, TYPE_FILE_SNAPSHOT: {},
-                       TYPE_AI_TITLE: {"title": str}}
+# The lesson's table of event types as the fold below checks and folds them, written out. If the
+# lesson's table changes (a type added, a field), the loops stand aside and the careful path (the
+# lesson's own checks and fold) answers; tests/test_fast_path_differential.py says so.
+TYPES_FOLDED = {TYPE_MESSAGE: {"role": str, "content": None}, TYPE_REASONING: {},
+                TYPE_FUNCTION_CALL: {"callId": str, "name": str}, TYPE_FUNCTION_CALL_RESULT: {"callId": str},
+                TYPE_FILE_SNAPSHOT: {}, TYPE_AI_TITLE: {"title": str}}
 
 
 def table_matches() -> bool:
-    """Whether the lesson's table is still the one the loops below spell out (asked at each call)."""
-    return EVENT_TYPES == TYPES_FOLDED_INLINE
+    """Whether the lesson's table is still the one the fold below spells out (asked at each call)."""
+    return EVENT_TYPES == TYPES_FOLDED
+
+
+class _Fold:
+    """The lesson's fold (code.fold) for both decoder loops, a block of records at a time, with the
+    checks of the fields it reads (code.shape_problem's, for the types of TYPES_FOLDED).
+
+    `getter(*names)` makes what reads those fields of a record of either decoder in one call:
+    operator.itemgetter for the standard library's dicts (KeyError: a field is missing),
+    operator.attrgetter for msgspec's Envelope (an absent field is UNSET). What the fold keeps of a
+    record (a snapshot, a call still open) is kept[index]: the record itself for the standard library,
+    a copy of its line for msgspec, so no block is held.
+    """
+
+    __slots__ = ("kind_of", "role_content", "call_name", "call", "title_of", "title", "reasoning", "snapshots",
+                 "open_calls")
+
+    def __init__(self, getter: Callable):
+        self.kind_of, self.role_content = getter("type"), getter("role", "content")
+        self.call_name, self.call, self.title_of = getter("callId", "name"), getter("callId"), getter("title")
+        self.title: str | None = None
+        self.reasoning = 0
+        self.snapshots: list = []
+        self.open_calls: dict = {}
+
+    def block(self, records: list, kept) -> bool:
+        """Fold a block's records, their envelopes checked; False when one lacks a field its type needs.
+
+        kept[index] is what the fold keeps of records[index]. A call or a snapshot is noted by its
+        index while the block is folded; what is still kept when the block ends is taken from kept.
+        """
+        kind_of, role_content, call_name, call = self.kind_of, self.role_content, self.call_name, self.call
+        open_calls, snapshots, reasoning, opened, first = self.open_calls, self.snapshots, 0, [], len(self.snapshots)
+        try:
+            for index, kind in enumerate(map(kind_of, records)):
+                if kind == TYPE_MESSAGE:
+                    role, content = role_content(records[index])
+                    if type(role) is not str or content is UNSET:
+                        return False
+                elif kind == TYPE_REASONING:
+                    reasoning += 1
+                elif kind == TYPE_FUNCTION_CALL:
+                    call_id, name = call_name(records[index])
+                    if type(call_id) is not str or type(name) is not str:
+                        return False
+                    open_calls[call_id] = index  # a call opens an entry...
+                    opened.append(call_id)
+                elif kind == TYPE_FUNCTION_CALL_RESULT:
+                    call_id = call(records[index])
+                    if type(call_id) is not str:
+                        return False
+                    open_calls.pop(call_id, None)  # ...and its result closes it
+                elif kind == TYPE_AI_TITLE:
+                    title = self.title_of(records[index])
+                    if type(title) is not str:
+                        return False
+                    self.title = title  # the latest title wins
+                elif kind == TYPE_FILE_SNAPSHOT:
+                    snapshots.append(index)
+        except KeyError:  # the standard library's record lacks a field its type needs
+            return False
+        self.reasoning += reasoning
+        for call_id in opened:
+            noted = open_calls.get(call_id)
+            if type(noted) is int:  # still open: noted in this block
+                open_calls[call_id] = kept[noted]
+        snapshots[first:] = [kept[index] for index in snapshots[first:]]
+        return True
+
+    def summary(self, window: list, total: int, whole: Callable = lambda kept: kept) -> dict:
+        """recover()'s summary of a file read to its end with nothing unusual, as the careful path
+        builds it (the lesson's ReplayState as a dict); whole turns a kept record into its dict."""
+        state = ReplayState(messages=messages_of(window), title=self.title,
+                            file_snapshots=[whole(kept) for kept in self.snapshots], total_events=total,
+                            reasoning_count=self.reasoning, next_sequence=total + 1, ignored_partial_tail=False,
+                            pending_calls=[whole(kept) for kept in self.open_calls.values()], unknown_schema_events=0)
+        summary = dict(vars(state))
+        summary["message_count"] = len(state.messages)
+        return summary
 
 
 def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str | None = None) -> dict | None:
@@ -165,7 +238,7 @@ def fast_recover(path, session_id: str, max_items: int, limit: int, decoder: str
 
 # --------------------------------------------------------------------------- the stdlib's loop
 
-_SCAN = DECODER.scan_once  # the lesson's decoder (NaN refused), its C scanner called directly
+_SCAN = DECODER.scan_once  # type: ignore[attr-defined]  # the lesson's decoder (NaN refused), its C scanner
 
 
 def _stdlib_values(chunk: bytes) -> list | None:
@@ -189,9 +262,9 @@ def _stdlib_values(chunk: bytes) -> list | None:
 
 def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict | None:
     """fast_recover with the standard library's scanner: each record decoded whole, checked and folded."""
-    window = deque(maxlen=min(max_items, sys.maxsize))
-    keep, snapshots, open_calls = window.append, [], {}
-    title, reasoning, expected, batch_end = None, 0, 1, None
+    window: deque = deque(maxlen=min(max_items, sys.maxsize))
+    fold, expected, batch_end = _Fold(operator.itemgetter), 1, None
+    envelope = operator.itemgetter("sequence", "schema_version", "type", "session_id", "event_id")
     prefix = event_id_for(session_id, "")
     for chunk in _whole_line_blocks(file, limit):
         if not chunk:  # a line too long, or a partial tail
@@ -200,13 +273,14 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
         if values is None:
             return None
         for record in values:
-            # the lesson's checks of a record (code.record_problem), in the common case only
-            if type(record) is not dict:
+            # the lesson's checks of a record (code.line_problem), in the common case only
+            try:
+                sequence, version, kind, session, event_id = envelope(record)
+            except (KeyError, TypeError):  # a field missing, or not an object
                 return None
-            sequence, version, kind = record.get("sequence"), record.get("schema_version"), record.get("type")
             if (sequence != expected or type(sequence) is not int or version != SCHEMA_VERSION
                     or type(version) is not int or type(kind) is not str  # a newer schema: the careful path
-                    or record.get("session_id") != session_id or record.get("event_id") != f"{prefix}{sequence}"
+                    or session != session_id or event_id != prefix + str(sequence)
                     or CHAIN_FIELD in record):  # the lab's chain: the careful path
                 return None
             if BATCH_END_FIELD in record:  # the lab's batches: their records follow one another
@@ -217,32 +291,12 @@ def _read_with_stdlib(file, session_id: str, max_items: int, limit: int) -> dict
             elif batch_end is not None:
                 return None
             expected += 1
-            # the fields each type needs (the lesson's shape_problem), then its fold (code.rebuild)
-            keep(record)
-            if kind == TYPE_MESSAGE:
-                if type(record.get("role")) is not str or "content" not in record:
-                    return None
-            elif kind == TYPE_REASONING:
-                reasoning += 1
-            elif kind == TYPE_FUNCTION_CALL:
-                call_id = record.get("callId")
-                if type(call_id) is not str or type(record.get("name")) is not str:
-                    return None
-                open_calls[call_id] = record
-            elif kind == TYPE_FUNCTION_CALL_RESULT:
-                call_id = record.get("callId")
-                if type(call_id) is not str:
-                    return None
-                open_calls.pop(call_id, None)
-            elif kind == TYPE_AI_TITLE:
-                title = record.get("title")
-                if type(title) is not str:
-                    return None
-            elif kind == TYPE_FILE_SNAPSHOT:
-                snapshots.append(record)
+        window.extend(values)
+        if not fold.block(values, values):
+            return None
     if batch_end is not None:  # a torn batch
         return None
-    return _summary(list(window), title, snapshots, expected - 1, reasoning, list(open_calls.values()))
+    return fold.summary(list(window), expected - 1)
 
 
 # --------------------------------------------------------------------------- msgspec's loop
@@ -259,55 +313,35 @@ if msgspec is not None:
     class Envelope(msgspec.Struct, gc=False):
         """The fields of one record that msgspec's loop checks and folds, typed; the rest are skipped.
 
-        A field of another type is a msgspec.ValidationError: the careful path decides the file.
+        A field of another type is a msgspec.ValidationError: the careful path decides the file. So
+        is a schema other than this one (a newer schema is the careful path's) and the lab's chain.
         """
-        schema_version: int
+        schema_version: Annotated[int, msgspec.Meta(ge=SCHEMA_VERSION, le=SCHEMA_VERSION)]
         sequence: int
         event_id: str
         session_id: str
         type: str
         batch_end: int | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name=BATCH_END_FIELD)
-        chain: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name=CHAIN_FIELD)
+        chain: msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name=CHAIN_FIELD)  # present: refused
         role: str | msgspec.UnsetType = msgspec.UNSET
         content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET  # only its presence is checked
         callId: str | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - the field's name in the file
         name: str | msgspec.UnsetType = msgspec.UNSET
         title: str | msgspec.UnsetType = msgspec.UNSET
 
-    UNSET = msgspec.UNSET
     _ENVELOPES = msgspec.json.Decoder(Envelope)
     _RECORD = msgspec.json.Decoder().decode  # a whole record, as a dict
-
-
-def _line_starts(chunk: bytes) -> list[int] | None:
-    """Where each line of chunk starts, then len(chunk), if each starts with "{" and ends with "}"; else None.
-
-    msgspec's decode_lines reads values one after another, a newline being only whitespace to it:
-    one value could span two lines and two could share one. A "}" then a "{" is always two values,
-    never one (a string cannot hold a raw newline), so with this shape each newline ends a value,
-    and the values fall one to a line exactly when there are as many of them as lines.
-    """
-    starts, position, find = [], 0, chunk.find
-    while (newline := find(b"\n", position)) >= 0:
-        if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
-            return None
-        starts.append(position)
-        position = newline + 1
-    starts.append(position)
-    return starts
 
 
 _OPEN, _CLOSE = ord("{"), ord("}")
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")  # a run of digits becomes a run of "0"
 
 
-def _may_hold_a_long_integer(chunk: bytes, starts: list[int]) -> bool:
+def _may_hold_a_long_integer(chunk: bytes, long_lines: bool) -> bool:
     """True when a line of chunk may hold an integer longer than Python's digit limit (the careful
-    decoder refuses one; msgspec skips it unread): a run of that many digits, or more."""
-    digits = sys.get_int_max_str_digits()  # 0: no limit
-    if not digits or len(chunk) <= digits or max(map(operator.sub, starts[1:], starts)) <= digits:
-        return False
-    return b"0" * (digits + 1) in chunk.translate(_DIGITS_AS_ZERO)
+    decoder refuses one; msgspec skips it unread): a run of that many digits, or more. Only a line
+    longer than the limit can (_line_starts says whether chunk has one)."""
+    return long_lines and b"0" * (sys.get_int_max_str_digits() + 1) in chunk.translate(_DIGITS_AS_ZERO)
 
 
 def _is_utf8(chunk: bytes) -> bool:
@@ -321,11 +355,34 @@ def _is_utf8(chunk: bytes) -> bool:
     return True
 
 
+def _line_starts(chunk: bytes) -> tuple[list[int], bool] | None:
+    """Where each line of chunk starts, then len(chunk), if each starts with "{" and ends with "}"; else
+    None. With them, whether a line is longer than Python's digit limit (it is looked into for digits).
+
+    msgspec's decode_lines reads values one after another, a newline being only whitespace to it:
+    one value could span two lines and two could share one. A "}" then a "{" is always two values,
+    never one (a string cannot hold a raw newline), so with this shape each newline ends a value,
+    and the values fall one to a line exactly when there are as many of them as lines.
+    """
+    starts, position, find, long_lines = [], 0, chunk.find, False
+    digits = sys.get_int_max_str_digits() or len(chunk)  # 0: no limit
+    while (newline := find(b"\n", position)) >= 0:
+        if chunk[position] != _OPEN or chunk[newline - 1] != _CLOSE:  # an empty line fails too
+            return None
+        if newline - position >= digits:
+            long_lines = True
+        starts.append(position)
+        position = newline + 1
+    starts.append(position)
+    return starts, long_lines
+
+
 def _envelopes(chunk: bytes) -> tuple[list, list[int]] | None:
     """The Envelope of each line of chunk and where the lines start, or None if any line is unusual."""
-    starts = _line_starts(chunk)
-    if starts is None or not _is_utf8(chunk) or _may_hold_a_long_integer(chunk, starts):
+    found = _line_starts(chunk)
+    if found is None or not _is_utf8(chunk) or _may_hold_a_long_integer(chunk, found[1]):
         return None
+    starts = found[0]
     try:
         records = _ENVELOPES.decode_lines(chunk)
     except Exception:  # msgspec.DecodeError, ValidationError, RecursionError: the careful path decides
@@ -335,10 +392,22 @@ def _envelopes(chunk: bytes) -> tuple[list, list[int]] | None:
 
 def _last_lines(blocks: deque, count: int) -> deque:
     """The last count lines of blocks ((block, line starts) pairs, in file order)."""
-    lines = deque(maxlen=count)
+    lines: deque = deque(maxlen=count)
     for block, starts in blocks:
         lines.extend(block[start:end] for start, end in zip(starts, starts[1:]))
     return lines
+
+
+class _Lines:
+    """The lines of a block of whole lines, by number: what the fold keeps of a msgspec record."""
+
+    __slots__ = ("chunk", "starts")
+
+    def __init__(self, chunk: bytes, starts: list[int]):
+        self.chunk, self.starts = chunk, starts
+
+    def __getitem__(self, index: int) -> bytes:
+        return self.chunk[self.starts[index]:self.starts[index + 1]]  # a copy: the block is not kept
 
 
 def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dict | None:
@@ -346,8 +415,10 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
     are decoded whole at the end: the window is the file's last lines (one record a line), so only
     the last blocks are kept; a snapshot's line or an open call's is copied out of its block."""
     count = min(max_items, sys.maxsize)
-    recent, held, snapshots, open_calls = deque(), 0, [], {}  # recent: the blocks the window's lines are in
-    title, reasoning, expected, batch_end = None, 0, 1, None
+    recent: deque = deque()  # the blocks the window's lines are in
+    held = 0
+    fold = _Fold(operator.attrgetter)
+    expected, batch_end = 1, None
     prefix = event_id_for(session_id, "")
     for chunk in _whole_line_blocks(file, limit):
         if not chunk:  # a line too long, or a partial tail
@@ -360,10 +431,9 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
         held += len(records)
         while len(recent) > 1 and held - (len(recent[0][1]) - 1) >= count:  # the later blocks hold the window
             held -= len(recent.popleft()[1]) - 1
-        for index, record in enumerate(records):
+        for record in records:
             sequence = record.sequence  # the lesson's checks of a record, the types checked by msgspec
-            if (sequence != expected or record.schema_version != SCHEMA_VERSION or record.session_id != session_id
-                    or record.event_id != f"{prefix}{sequence}" or record.chain is not UNSET):
+            if sequence != expected or record.session_id != session_id or record.event_id != prefix + str(sequence):
                 return None
             end = record.batch_end
             if end is not UNSET:
@@ -373,34 +443,15 @@ def _read_with_msgspec(file, session_id: str, max_items: int, limit: int) -> dic
             elif batch_end is not None:
                 return None
             expected += 1
-            kind = record.type
-            if kind == TYPE_MESSAGE:
-                if record.role is UNSET or record.content is UNSET:
-                    return None
-            elif kind == TYPE_REASONING:
-                reasoning += 1
-            elif kind == TYPE_FUNCTION_CALL:
-                if record.callId is UNSET or record.name is UNSET:
-                    return None
-                open_calls[record.callId] = chunk[starts[index]:starts[index + 1]]
-            elif kind == TYPE_FUNCTION_CALL_RESULT:
-                if record.callId is UNSET:
-                    return None
-                open_calls.pop(record.callId, None)
-            elif kind == TYPE_AI_TITLE:
-                if record.title is UNSET:
-                    return None
-                title = record.title
-            elif kind == TYPE_FILE_SNAPSHOT:
-                snapshots.append(chunk[starts[index]:starts[index + 1]])
+        if not fold.block(records, _Lines(chunk, starts)):
+            return None
     if batch_end is not None:  # a torn batch
         return None
-    kept = (_last_lines(recent, count), snapshots, open_calls.values())
     try:
-        window, snapshots, calls = (list(map(_RECORD, lines)) for lines in kept)
+        window = list(map(_RECORD, _last_lines(recent, count)))
+        return fold.summary(window, expected - 1, _RECORD)
     except Exception:  # noqa: BLE001 - it read as an Envelope; whole, the careful path decides
         return None
-    return _summary(window, title, snapshots, expected - 1, reasoning, calls)
 
 
 # --------------------------------------------------------------------------- encoding
@@ -530,7 +581,8 @@ def _plain_container(value, kind: type, depth: int):
 
 # --------------------------------------------------------------------------- the clock's stamp
 
-_CURRENT_SECOND = (None, "")  # (whole seconds since the epoch, its "YYYY-MM-DDTHH:MM:SS" in UTC)
+# (whole seconds since the epoch, its "YYYY-MM-DDTHH:MM:SS" in UTC)
+_CURRENT_SECOND: tuple[int | None, str] = (None, "")
 
 
 def utc_now() -> datetime:

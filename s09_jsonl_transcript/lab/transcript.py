@@ -1,10 +1,13 @@
-"""The lab's transcript: the lesson's transcript with what production and the crash lab add.
+"""The lab's transcript: the lesson's format and promises, hardened for production and the crash lab.
 
-`DurableTranscript` extends the lesson's `code.JSONLTranscript` (same constructor, same
-promises, the same checks of every record) with:
+`DurableTranscript` writes and reads the lesson's files (the lesson's envelope, the lesson's checks
+of every record, the lesson's fold) and adds:
+  - the hardened writer of lab/writer.py: fork detection, short writes, the path check after
+    fsync, the undo and the outcome-unknown error, errors that name the failed step;
+  - the lab's input checks (lab/checks.py): paths, session names, precise refusals;
   - group commit: `append_batch`, all or nothing, one write and one fsync;
   - the hash chain (`integrity=True`): every record sealed to the one before it;
-  - record size limits (`max_record_bytes`);
+  - record size limits (`max_record_bytes`, by default the lesson's MAX_RECORD_BYTES);
   - block reads from the end of the file: open + append and `replay(1000)` cost the same
     on 10 thousand or 1 million events, and `recover()` streams in flat memory;
   - the I/O seam (`file_io`) the power-loss lab and the benchmarks record through.
@@ -20,45 +23,48 @@ import os
 import sys
 import threading
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from datetime import timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..code import (
+    DECODER,
     ENVELOPE_FIELDS,
-    NOT_JSON,
+    MAX_RECORD_BYTES,
     SCHEMA_VERSION,
     SESSION_MAX_ITEMS,
     FileIO,
-    JSONLTranscript,
     ReplayState,
     TranscriptCorruptionError,
-    TranscriptIOError,
+    TranscriptMemoryCandidate,
     TranscriptValidationError,
-    checked_event,
     event_id_for,
-    last_items,
-    parse_line,
-    rebuild,
-    record_problem,
-    regular,
+    event_to_message,
+    fold,
+    line_problem,
+    messages_of,
+    select_candidate,
+    window_of,
 )
+from .checks import checked_event, checked_names, checked_path
 from .fast import encode_lines, encode_record, fast_recover, plain_payload, utc_now, utc_stamp
+from .writer import DurableWriter, TranscriptIOError, regular
 
-MAX_RECORD_BYTES = 8 * 1024 * 1024  # append refuses a longer record; readers refuse a longer line
 BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the batch's last record
 CHAIN_FIELD = "chain"  # integrity mode only: sha256 of (previous line, this line), always the last field
 RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | {BATCH_END_FIELD}  # the envelope, and batch_end on a batch's records
 BLOCK = 64 * 1024  # how much a reader reads at a time, from either end of the file
-_forks = 0  # how many os.fork() calls made this process (each adds one in the child)
+NOT_JSON = object()  # parse_line's answer for bytes that are not one JSON document
 
 
-def _count_fork() -> None:
-    global _forks
-    _forks += 1
-
-
-os.register_at_fork(after_in_child=_count_fork)
+def parse_line(raw: bytes):
+    """The JSON value on one line as the lesson's reading rule decodes it (code.DECODER: NaN and
+    Infinity refused), or NOT_JSON when the bytes are not one JSON document."""
+    try:
+        return DECODER.decode(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return NOT_JSON
 
 
 class SessionExistsError(TranscriptIOError, FileExistsError):
@@ -102,8 +108,9 @@ OsFileIO = FileIO  # the lesson's writer I/O calls: crash tests record a Durable
 # --------------------------------------------------------------------------- the durable transcript
 
 
-class DurableTranscript(JSONLTranscript):
-    """The lesson's transcript with group commit, the hash chain, size limits, tail reads and an I/O seam.
+class DurableTranscript(DurableWriter):
+    """The lesson's transcript with the hardened writer, group commit, the hash chain, size limits,
+    tail reads and an I/O seam.
 
     One instance may be shared by threads: every operation on the writer holds `lock` (an RLock,
     so read-check-append can be one step: with t.lock: t.acquire_writer(), read, append).
@@ -113,19 +120,25 @@ class DurableTranscript(JSONLTranscript):
 
     def __init__(self, filepath, *, clock=None, integrity: bool = False,
                  max_record_bytes: int = MAX_RECORD_BYTES, file_io: OsFileIO | None = None):
-        super().__init__(filepath, clock=clock or utc_now)
+        self.path = checked_path(filepath)  # refused here, before a byte is written
+        self.filepath = str(self.path)
+        self.session_id = self.path.stem  # the file's name is the session id
+        self.clock = clock or utc_now
         self.lock = threading.RLock()
         self.integrity = integrity
         self.max_record_bytes = max_record_bytes
         self.file_io = file_io or OsFileIO()
+        self.next_sequence = 0  # the next append's sequence: read once, when the writer opens
         self._last_line = b""  # the last record written: the next record's chain anchor
-        self._writer_forks = None  # _forks when open_writer last opened the writer; None: not open
+        self._start_writer_state()
 
     @classmethod
     def for_session(cls, root, workspace: str, session_id: str, *, new: bool = False, **options):
-        """The transcript at root/projects/<workspace>/<session_id>.jsonl; with new=True, see create."""
-        transcript = super().for_session(root, workspace, session_id, **options)
-        return cls.create(transcript.path, **options) if new else transcript
+        """The transcript at root/projects/<workspace>/<session_id>.jsonl (unsafe names refused);
+        with new=True, see create."""
+        checked_names(workspace, session_id)
+        path = Path(root) / "projects" / workspace / f"{session_id}.jsonl"
+        return cls.create(path, **options) if new else cls(path, **options)
 
     @classmethod
     def create(cls, filepath, **options) -> DurableTranscript:
@@ -136,7 +149,7 @@ class DurableTranscript(JSONLTranscript):
         its folder not synced) removes the empty file it made, so that it can be retried.
         """
         transcript = cls(filepath, **options)
-        transcript.open_flags = JSONLTranscript.open_flags | os.O_EXCL  # the first open creates the file or fails
+        transcript.open_flags = DurableWriter.open_flags | os.O_EXCL  # the first open creates the file or fails
         try:
             with transcript.lock:
                 transcript.open_writer()
@@ -147,11 +160,30 @@ class DurableTranscript(JSONLTranscript):
             _remove_if_unused(transcript.path)
             raise
         finally:
-            transcript.open_flags = JSONLTranscript.open_flags  # a later reopen finds the file it made
+            transcript.open_flags = DurableWriter.open_flags  # a later reopen finds the file it made
         return transcript
 
     def __repr__(self):
         return f"DurableTranscript({self.path.name!r})"
+
+    # -- the envelope -----------------------------------------------------------------
+
+    def timestamp(self) -> str:
+        """recorded_at for now: on the default clock, fast.utc_stamp() (the lesson's text, made cheaper);
+        an injected clock must return an aware datetime."""
+        if self.clock is utc_now:
+            return utc_stamp()
+        now = self.clock()
+        if now.tzinfo is None:
+            raise TranscriptValidationError("the clock must return an aware datetime")
+        return now.astimezone(timezone.utc).isoformat()
+
+    def envelope(self, sequence: int) -> dict:
+        """The envelope of the record at sequence, stamped now: the lesson's code.envelope, its
+        fields in the same order."""
+        return {"schema_version": SCHEMA_VERSION, "sequence": sequence,
+                "event_id": event_id_for(self.session_id, sequence), "session_id": self.session_id,
+                "recorded_at": self.timestamp()}
 
     # -- appending ------------------------------------------------------------------
 
@@ -159,20 +191,15 @@ class DurableTranscript(JSONLTranscript):
         """Durably append one event and return the record written. The caller's dict is not changed."""
         payload = plain_payload(event) if self.fast_paths else None  # the common event, checked and copied at once
         plain = payload is not None
-        if not plain:
-            payload = checked_event(event)  # the lesson's checks: refuse before a byte is written
+        if payload is None:
+            payload = checked_event(event)  # refuse before a byte is written
         with self.lock:
-            if self._writer_forks != _forks:  # see open_writer
-                self.open_writer()
+            self.open_writer()  # at once while this process holds the writer
             sequence = self.next_sequence
             record = self.envelope(sequence)
             record.update(payload)  # after the envelope, as the lesson's {**envelope, **payload}
             line = self._encoded_line(record, self._last_line, floats=not plain)
-            try:
-                self.write_durably(line + b"\n")
-            except BaseException:
-                self._writer_forks = None  # the lesson dropped the writer: the next append reopens it
-                raise
+            self.write_durably(line + b"\n")
             self.next_sequence, self._last_line = sequence + 1, line
         return record
 
@@ -186,54 +213,23 @@ class DurableTranscript(JSONLTranscript):
         events = list(events)
         return self._append_all(events) if events else []
 
-    def acquire_writer(self) -> None:
-        """Become this transcript's one writer now, as the first append would (TranscriptLockedError if taken)."""
-        with self.lock:
-            self.open_writer()
-
-    def open_writer(self) -> None:
-        """The lesson's open_writer (hold `lock`), noting that this process holds the writer.
-
-        The lesson's returns at once when this process opened the writer, which it learns from
-        os.getpid(): a system call, about 1.5 µs right after an fsync on the development machine.
-        So the appends call it only when the writer may not be open in this process: never
-        opened, closed, dropped by a failed write, or opened before an os.fork() (the child
-        counts the fork, so its first append comes here, and the lesson drops the parent's writer).
-        """
-        super().open_writer()
-        self._writer_forks = _forks
-
-    def close(self) -> None:
-        """Release the writer's descriptor and its lock; a later append opens them again."""
-        with self.lock:
-            self._writer_forks = None
-            super().close()
-
     def _append_all(self, events: list) -> list[dict]:
         plain = [plain_payload(event) if self.fast_paths else None for event in events]  # as in append
         all_plain = None not in plain
-        payloads = plain if all_plain else [checked_event(event) for event in events]  # refuse before writing
+        payloads = [payload for payload in plain if payload is not None] if all_plain else [
+            checked_event(event) for event in events]  # refuse before writing
         with self.lock:
-            if self._writer_forks != _forks:  # see open_writer
-                self.open_writer()
+            self.open_writer()  # at once while this process holds the writer
             first = self.next_sequence
             envelope = self.envelope(first)  # one commit, one time for all its records
             batch_end = {BATCH_END_FIELD: first + len(payloads) - 1} if len(payloads) > 1 else {}
             records = [{**envelope, "sequence": sequence, "event_id": event_id_for(self.session_id, sequence),
                         **batch_end, **payload} for sequence, payload in enumerate(payloads, start=first)]
             lines = self._encode(records, floats=not all_plain)
-            try:
-                self.write_durably(b"\n".join([*lines, b""]))  # a newline after each line
-            except BaseException:
-                self._writer_forks = None  # as in append
-                raise
+            self.write_durably(b"\n".join([*lines, b""]))  # a newline after each line
             self.next_sequence += len(records)
             self._last_line = lines[-1]
         return records
-
-    def timestamp(self) -> str:
-        """recorded_at for now: on the default clock, fast.utc_stamp() (the lesson's text, made cheaper)."""
-        return utc_stamp() if self.clock is utc_now else super().timestamp()
 
     def _encode(self, records: list, *, floats: bool) -> list[bytes]:
         """Each record as one line of UTF-8 JSON (no newline), sealed when integrity is on."""
@@ -272,6 +268,13 @@ class DurableTranscript(JSONLTranscript):
         """Every event in the file, validated in order; raises TranscriptCorruptionError on damage."""
         return self.scan().events
 
+    _read_all_events = read_events  # the name the lesson text uses
+    _event_to_message = staticmethod(event_to_message)  # the lesson's, by the name the lesson text uses
+
+    def select_memory_candidate(self, event_id: str, summary: str, reason: str) -> TranscriptMemoryCandidate:
+        """The lesson's memory gate (code.select_candidate) on this session."""
+        return select_candidate(self, event_id, summary, reason)
+
     def scan(self, on_record: Callable[[dict], None] | None = None, *, report_damage: bool = False) -> ScanResult:
         """Read and validate the whole file once, in blocks, and say what was found.
 
@@ -297,7 +300,7 @@ class DurableTranscript(JSONLTranscript):
         With before (a byte offset where a record starts), only records in front of it:
         pass result.offsets[0] to page back through older history.
         """
-        last_items([], count)  # refuses a count that is not a whole number >= 0
+        window_of([], count)  # refuses a count that is not a whole number >= 0
         try:
             scanned = self._read_tail(max(count, 1), before)
         except TranscriptCorruptionError:  # the tail cannot vouch for itself: the full read names the line
@@ -315,20 +318,23 @@ class DurableTranscript(JSONLTranscript):
         Its cost does not grow with the transcript's length.
         """
         scanned = self.read_recent(max_items)
-        return rebuild(scanned.events, scanned.events, scanned.last_sequence, scanned.ignored_partial_tail)
+        return _state(scanned.events, fold(scanned.events), scanned)
+
+    def replay(self, max_items: int = SESSION_MAX_ITEMS) -> list[dict]:
+        """Chat messages for the last max_items events, oldest first, ready to send to a model."""
+        return self.replay_state(max_items).messages
 
     def recover(self, max_items: int = SESSION_MAX_ITEMS) -> dict:
         """Validate the whole file and rebuild everything a replacement runtime needs, in flat memory."""
-        last_items([], max_items)
+        window_of([], max_items)
         if self._fast_path_reads():
             summary = fast_recover(self.path, self.session_id, max_items, self.max_record_bytes)
             if summary is not None:  # None: something unusual, which the careful path below decides
                 return summary
-        window, scanned = deque(maxlen=min(max_items, sys.maxsize)), ScanResult()
-        # rebuild folds the stream once; only the window's events stay in memory
-        state = rebuild(self._streamed(window, scanned), window, 0, False)
-        state = replace(state, total_events=scanned.last_sequence, next_sequence=scanned.last_sequence + 1,
-                        ignored_partial_tail=scanned.ignored_partial_tail)
+        window: deque = deque(maxlen=min(max_items, sys.maxsize))
+        scanned = ScanResult()
+        folded = fold(self._streamed(window, scanned))  # the lesson's fold, over the stream: only the window stays
+        state = _state(window, folded, scanned)
         summary = dict(vars(state))
         summary["message_count"] = len(state.messages)
         return summary
@@ -420,6 +426,12 @@ class DurableTranscript(JSONLTranscript):
         return result
 
 
+def _state(window, folded: dict, scanned: ScanResult) -> ReplayState:
+    """The lesson's ReplayState: messages from window, the rest folded (code.fold), the end as scanned."""
+    return ReplayState(messages_of(window), **folded, total_events=scanned.last_sequence,
+                       next_sequence=scanned.last_sequence + 1, ignored_partial_tail=scanned.ignored_partial_tail)
+
+
 def _remove_if_unused(path: Path) -> None:
     """Remove path if it is an empty regular file no writer holds (what a create() that failed half
     way leaves), so that a retry can create it; anything else is left as it is."""
@@ -460,7 +472,9 @@ class _RecordChecker:
     def check(self, value, raw: bytes, number, offset) -> dict:
         """Return the record on this line (value parsed from raw), or raise naming the line."""
         expected = self.expected if self.expected is not None else _first_sequence(value)
-        problem = record_problem(value, self.transcript.session_id, expected) or self._batch_problem(value)
+        if value is NOT_JSON:  # a complete line: a partial tail is only ever the last, unterminated one
+            raise TranscriptCorruptionError(self.transcript.path, number, offset, "invalid complete JSON record")
+        problem = line_problem(value, expected, self.transcript.session_id) or self._batch_problem(value)
         if not problem and (self.chained or self.require_chain or CHAIN_FIELD in value):
             problem = self._chain_problem(value, raw)
         if problem:

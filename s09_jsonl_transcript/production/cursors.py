@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..code import TranscriptCorruptionError, messages_of, regular
-from ..lab import BATCH_END_FIELD, DurableTranscript
+from ..code import TranscriptCorruptionError, messages_of
+from ..lab import BATCH_END_FIELD, DurableTranscript, regular
 from .errors import LiveInputError
 from .inputs import check_cursor, check_whole
 from .turns import TYPE_HANDOFF, materialize

@@ -14,8 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Self
 
-from ..code import make_folders, regular
-from ..lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO
+from ..lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO, make_folders, regular
 from .cursors import ends_a_commit
 from .errors import CommitRefused, LiveInputError, MigrationError, SessionMigratedError
 from .inputs import check_callable, check_folder, check_session_id

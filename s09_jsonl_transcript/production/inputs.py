@@ -10,7 +10,8 @@ import math
 import os
 from pathlib import Path
 
-from ..code import INT_LIMIT, JSONLTranscript, TranscriptValidationError
+from ..code import TranscriptValidationError
+from ..lab import INT_LIMIT, checked_path
 from .errors import LiveInputError
 from .timeouts import Limits
 from .turns import TYPE_FORKED, TYPE_MIGRATED, TYPE_PART_START, TYPE_REWIND, shown
@@ -72,7 +73,7 @@ def check_names(name: str, path: Path) -> Path:
     """path, if a file system takes it: the lesson's check of its names (no NUL, no lone surrogate, none
     over 255 bytes), and the whole of it under PATH_MAX bytes; else LiveInputError, before anything is made."""
     try:
-        JSONLTranscript(path)  # its constructor checks the names, and touches nothing on disk
+        checked_path(path)  # the lab's check of the names, which touches nothing on disk
     except TranscriptValidationError as problem:
         raise LiveInputError(f"{name}: {problem}") from None
     if len(os.fsencode(os.path.abspath(path))) >= PATH_MAX:

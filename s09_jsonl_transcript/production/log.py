@@ -41,8 +41,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..code import TranscriptCorruptionError, checked_event
-from ..lab import DurableTranscript
+from ..code import TranscriptCorruptionError
+from ..lab import DurableTranscript, checked_event
 from . import cache
 from .archive import ArchiveMixin
 from .cursors import ReadingMixin, committed_end, read_range

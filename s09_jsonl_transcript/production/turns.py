@@ -30,14 +30,13 @@ from typing import Iterable
 
 from ..code import (
     EVENT_TYPES,
-    INT_LIMIT,
     SCHEMA_VERSION,
     TYPE_AI_TITLE,
     TYPE_FUNCTION_CALL,
     TYPE_FUNCTION_CALL_RESULT,
     TYPE_MESSAGE,
 )
-from ..lab import DurableTranscript
+from ..lab import INT_LIMIT, DurableTranscript
 from .departures import read_departures
 
 TYPE_TURN_START = "turn_start"
@@ -186,7 +185,7 @@ def _check_turn_number(turn_number) -> int:
 
 
 def _whole(value) -> bool:
-    """A whole number >= 0 that json can write and read back (fewer than 4,301 digits: code.INT_LIMIT)."""
+    """A whole number >= 0 that json can write and read back (fewer than 4,301 digits: lab.INT_LIMIT)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < INT_LIMIT
 
 

@@ -2,7 +2,7 @@
 nothing else in grading/durability reaches the kit.
 
 Through it come the power-loss model (crashlab/model.py, standard library only), the lesson's
-reading rule as the reference reader (code.read_records), and the name of the lesson's error
+reading rule as the reference reader (code.read_transcript), and the name of the lesson's error
 class, which the exercise's given cell defines again for the student's sandbox. Should the lesson
 change its reader's shape, this module is what adapts.
 """
@@ -10,11 +10,12 @@ change its reader's shape, this module is what adapts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import kit
 
 _model, _lesson = kit.power_loss_model(), kit.lesson()  # the grader's one door into the kit (grading/kit.py)
-TranscriptCorruptionError, read_records = _lesson.TranscriptCorruptionError, _lesson.read_records
+TranscriptCorruptionError, read_transcript = _lesson.TranscriptCorruptionError, _lesson.read_transcript
 FILLS = _model.FILLS
 GARBAGE = _model.GARBAGE
 HOLE = _model.HOLE
@@ -65,10 +66,18 @@ class ReferenceReading:
 
 
 def reference_read(path, session_id: str) -> ReferenceReading:
-    """Read the file at path with the lesson's reading rule (a missing file reads as no records)."""
+    """Read the file at path with the lesson's reading rule (a missing file reads as no records).
+
+    The rule names its session by the file's stem, so session_id must be that stem."""
+    path = Path(path)
+    if path.stem != session_id:
+        raise ValueError(f"the lesson reads {path.name} as session {path.stem!r}, not {session_id!r}")
     try:
-        reading = read_records(path, session_id)
+        records, partial_tail = read_transcript(path)
     except TranscriptCorruptionError as error:
         return ReferenceReading(refused_line=error.line_number, refused_offset=error.byte_offset,
                                 reason=error.reason)
-    return ReferenceReading(list(reading.events), reading.partial_tail_offset, reading.last_line_unterminated)
+    data = path.read_bytes() if path.exists() else b""
+    tail = data.rpartition(b"\n")[2]  # what follows the last newline: a partial tail or a whole record
+    return ReferenceReading(records, len(data) - len(tail) if partial_tail else None,
+                            bool(tail) and not partial_tail)
