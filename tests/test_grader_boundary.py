@@ -27,10 +27,10 @@ pytestmark = [pytest.mark.slow,
 BOUNDARY = GRADING_DATA / "boundary"
 # What each notebook's answers deserve, check by check (the names of the checks it passes).
 DESERVED = {
-    "ex01_forged_prints": {"ex01.1"},  # last_turn_length returns 4, right only for ex01.1
-    "ex04_self_filling": {"ex04.7"},  # it refuses a negative count, and reads nothing
-    "ex04_mmap_reader": {"ex04.7"},  # the file has no descriptor and no transcript is on its disk
-    "ex04_grandchild_splice": {"ex04.7"},  # an orphaned grandchild finds no transcript to splice
+    "ex01_forged_prints": {"ex01-turn-of-four"},  # last_turn_length returns 4, right only for the turn of four
+    "ex04_self_filling": {"ex04-negative-count"},  # it refuses a negative count, and reads nothing
+    "ex04_mmap_reader": {"ex04-negative-count"},  # the file has no descriptor and no transcript is on its disk
+    "ex04_grandchild_splice": {"ex04-negative-count"},  # an orphaned grandchild finds no transcript to splice
 }
 
 
@@ -50,6 +50,6 @@ def test_each_attack_scores_what_its_answers_deserve(submissions, guard):
     for name, deserved in DESERVED.items():
         report = reports[f"{name}.ipynb"]
         assert report["status"] == "graded", (name, report["reason"])
-        passed = {check["name"] for check in report["checks"] if check["score"] == check["max_score"]}
+        passed = {check["id"] for check in report["checks"] if check["score"] == check["max_score"]}
         assert passed == deserved, (name, guard, [(c["name"], c["feedback"]) for c in report["checks"]])
-        assert report["score"] == sum(check.points for check in SOURCES[name[:4]].checks if check.name in deserved)
+        assert report["score"] == sum(check.points for check in SOURCES[name[:4]].checks if check.id in deserved)

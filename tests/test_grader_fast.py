@@ -26,7 +26,7 @@ def test_a_reference_scores_full_marks_and_a_release_nothing(tmp_path):
     reports = {report["submission"]: report for report in grade_many(
         find_submissions([tmp_path]), SOURCES, jobs=2, options=GradingOptions(seed=2026))}
     reference, release = reports[f"reference/{source.path.name}"], reports[f"release/{source.path.name}"]
-    assert reference["score"] == reference["max_score"] == 15, (
+    assert reference["score"] == reference["max_score"] == source.max_score, (
         reference.get("status"), reference.get("reason"),
         [(check["name"], check["feedback"][:300]) for check in reference["checks"]])
     assert release["status"] == "graded" and release["score"] == 0, release["checks"]

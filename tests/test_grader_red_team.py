@@ -44,7 +44,8 @@ pytestmark = [pytest.mark.slow,
 
 RED_TEAM = GRADING_DATA / "red_team"
 STUB_ATTACKS = ["ex01_code_object_of_run_cell", "ex01_shadowed_exec", "ex01_assertions_off"]
-HIDDEN_SOURCE_MARK = "lines longer than a block"  # a phrase of hidden check ex04.5's source
+HIDDEN_SOURCE_MARK = "lines longer than a block"  # a phrase of the hidden check ex04-block-boundaries' source
+NAME = {check.id: check.name for source in SOURCES.values() for check in source.checks}  # what students read
 
 
 def attack(name: str) -> dict:
@@ -104,8 +105,8 @@ def test_objects_equal_to_anything_score_nothing(guarded):
 
 def test_a_patched_byte_counter_gains_nothing_over_the_plain_whole_file_reader(guarded):
     plain, patched = guarded["ex04_reads_whole_file.ipynb"], guarded["ex04_patched_counter.ipynb"]
-    lost = {check["name"] for check in plain["checks"] if check["score"] == 0}
-    assert lost == {"ex04.3", "ex04.8"}, scores(plain)
+    lost = {check["id"] for check in plain["checks"] if check["score"] == 0}
+    assert lost == {"ex04-reads-little", "ex04-read-budget"}, scores(plain)
     assert patched["score"] == plain["score"], scores(patched)
 
 
@@ -119,7 +120,7 @@ def test_no_hidden_source_reaches_what_a_student_sees(attacks_folder, tmp_path):
     student_visible = [results["output"], printed.getvalue()]
     student_visible += [test["output"] for test in results["tests"]]
     for text in student_visible:
-        assert HIDDEN_SOURCE_MARK not in text and "ex04.5:" not in text, text
+        assert HIDDEN_SOURCE_MARK not in text and f"{NAME['ex04-block-boundaries']}:" not in text, text
 
 
 # --------------------------------------------------------------------------- a class run of odd files
@@ -166,9 +167,10 @@ def test_every_odd_file_gets_its_own_report_and_row(odd_class):
     odd_thread = next(report for report in found if report["submission"] == "ex01_surrogate_thread.ipynb")
     assert odd_thread["status"] == "graded"  # a thread left running is the guard's business: 0, as before
     assert "\\udcff" in " ".join(odd_thread["guard_findings"])  # the lone surrogate, as an escape
-    assert odd_thread["guard_findings"][0].startswith("after check ex01.1 called last_turn_length: a thread the call "
-                                                      "started is still running after it returned")
-    assert "(a thread a call left running) after check ex01.1 called last_turn_length" in odd_thread["reason"]
+    where = f"after check {NAME['ex01-turn-of-four']} called last_turn_length"
+    assert odd_thread["guard_findings"][0].startswith(f"{where}: a thread the call started is still running after it "
+                                                      "returned")
+    assert f"(a thread a call left running) {where}" in odd_thread["reason"]
     with open(reports / "class.csv", newline="", encoding="utf-8") as file:
         rows = list(csv.reader(file))
     assert len(rows) == len(ODD_NAMES) + 2  # the header, then one row each

@@ -29,7 +29,7 @@ def test_a_wrong_answer_loses_exactly_its_checks_whatever_the_seed(wrong, seed):
 def test_every_branch_and_guard_of_a_reference_answer_is_checked_by_a_hidden_check(exercise, name, answers, words):
     seed = sum(map(ord, name))  # a seed of its own for each, so that the drawing checks vary
     failed = plain_run(exercise, {**reference_answers(exercise), **answers}, seed)
-    hidden = {check.name for check in SOURCES[exercise].checks if check.hidden}
+    hidden = {check.id for check in SOURCES[exercise].checks if check.hidden}
     assert failed & hidden, f"{words}: loses {sorted(failed) or 'nothing'}, no hidden check"
 
 

@@ -49,12 +49,12 @@ def reports(tmp_path_factory):
 
 
 def scores(report: dict) -> dict:
-    return {check["name"]: check["score"] for check in report["checks"]}
+    return {check["id"]: check["score"] for check in report["checks"]}
 
 
 @pytest.mark.parametrize("name, credited_check, reporting_check", [
-    ("ex02_late_child", "ex02.1", "ex02.2"),  # the newline that would end the partial tail
-    ("ex03_late_during_the_copy", "ex03.1", "ex03.2"),  # a fourth line in the last shard, written while copied
+    ("ex02_late_child", "ex02-partial-tail-made", "ex02-bad-line-made"),  # the newline ending the partial tail
+    ("ex03_late_during_the_copy", "ex03-shard-files", "ex03-index-rows"),  # a 4th line in the last shard, while copied
 ])
 def test_a_childs_work_after_the_answer_returned_is_not_credited(reports, name, credited_check, reporting_check):
     report = reports[name]
@@ -67,19 +67,22 @@ def test_a_childs_work_after_the_answer_returned_is_not_credited(reports, name, 
     late = reported_json(report, reporting_check, "LATE-CHILD")
     assert late["wrote"] is True, "the child never wrote: this test would prove nothing"
     lost = {check for check, score in scores(report).items() if score == 0}
-    assert lost == {reporting_check}, [(check["name"], check["feedback"][:200]) for check in report["checks"]]
+    assert lost == {reporting_check}, [(check["id"], check["feedback"][:200]) for check in report["checks"]]
 
 
 def test_what_is_no_file_costs_only_the_call_it_touched_with_its_reason(reports):
     report = reports["ex02_blocks_the_copy"]
     assert report["status"] == "graded" and report["reason"] is None, report["reason"]
-    feedback = {check["name"]: check["feedback"] for check in report["checks"]}
-    for name in ("ex02.1", "ex02.2"):  # a socket, then a link, left where the file was: the file is not there
+    feedback = {check["id"]: check["feedback"] for check in report["checks"]}
+    # a socket, then a link, left where the file was: the file is not there
+    for name in ("ex02-partial-tail-made", "ex02-bad-line-made"):
         assert feedback[name].startswith(FAILED) and exchange.NOT_FILES in feedback[name], feedback[name]
     # the pipe re-created in a loop: refused with the reason, or the answer's own error, or, if the grader's copy
     # won every race, the answer's right result; never a wait past the call's limit
-    assert (feedback["ex02.3"] == PASSED or feedback["ex02.3"].startswith(FAILED)
-            or feedback["ex02.3"].startswith(f"{REFUSED}: not called: the student's side kept putting")), feedback
+    torn = feedback["ex02-clean-and-torn"]
+    assert (torn == PASSED or torn.startswith(FAILED)
+            or torn.startswith(f"{REFUSED}: not called: the student's side kept putting")), feedback
     assert not [text for text in feedback.values() if text.startswith((TIMED_OUT, NOT_RUN))], feedback
-    later = [check.name for check in SOURCES["ex02"].checks if check.name not in ("ex02.1", "ex02.2", "ex02.3")]
+    touched = ("ex02-partial-tail-made", "ex02-bad-line-made", "ex02-clean-and-torn")
+    later = [check.id for check in SOURCES["ex02"].checks if check.id not in touched]
     assert all(feedback[name] == PASSED for name in later), feedback

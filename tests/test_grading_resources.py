@@ -210,7 +210,7 @@ def test_the_channel_folder_has_a_quota_and_filling_it_costs_the_submission_only
     report = graded[0][f"{language}/ex01_fills_the_channel"]
     assert report["status"] == "graded", report["reason"]
     assert report["score"] == 0, scores(report)  # its answers are stubs and a constant error
-    filled = reported_json(report, "ex01.1", "WROTE")
+    filled = reported_json(report, "ex01-turn-of-four", "WROTE")
     assert filled["reason"] == "No space left on device"
     assert filled["written"] <= LIMITS.channel_bytes
 
@@ -239,20 +239,23 @@ def test_unsandboxed_a_deep_tree_in_the_kernels_folder_is_removed_too(tmp_path, 
 def test_a_value_too_large_to_cross_is_refused_with_its_reason(graded, language):
     report = graded[0][f"{language}/ex01_huge_value"]
     assert report["status"] == "graded", report["reason"]
-    passed = {check["name"] for check in report["checks"] if check["score"] == check["max_score"]}
-    assert passed == {"ex01.1", "ex01.2"}, scores(report)  # last_turn_length is right; replay_last_turn is refused
+    passed = {check["id"] for check in report["checks"] if check["score"] == check["max_score"]}
+    # last_turn_length is right; replay_last_turn is refused
+    assert passed == {"ex01-turn-of-four", "ex01-stops-at-user"}, scores(report)
     refused = "refused · 被拒绝: the answer returned more than 16 MiB of data, the limit of what crosses to the checks"
-    assert feedback_of(report, "ex01.3") == refused
-    assert feedback_of(report, "ex01.6").startswith(refused) and "hidden check" in feedback_of(report, "ex01.6")
+    assert feedback_of(report, "ex01-second-turn") == refused
+    long_turn = feedback_of(report, "ex01-long-turn")
+    assert long_turn.startswith(refused) and "hidden check" in long_turn
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_a_link_in_a_folder_of_the_exchange_is_never_followed(graded, language):
     report = graded[0][f"{language}/ex02_linked_folder"]
     assert report["status"] == "graded", report["reason"]
-    lost = {check["name"] for check in report["checks"] if check["score"] < check["max_score"]}
-    assert lost == {"ex02.2"}, scores(report)  # read through the link, its file would have passed
-    assert re.search(r"FileNotFoundError", feedback_of(report, "ex02.2")), feedback_of(report, "ex02.2")
+    lost = {check["id"] for check in report["checks"] if check["score"] < check["max_score"]}
+    assert lost == {"ex02-bad-line-made"}, scores(report)  # read through the link, its file would have passed
+    bad_line = feedback_of(report, "ex02-bad-line-made")
+    assert re.search(r"FileNotFoundError", bad_line), bad_line
 
 
 def test_each_kernel_has_its_memory_group_and_each_grading_one_cpu_group(graded):

@@ -54,7 +54,8 @@ def submission(folder: Path, name: str, turn_length_cell: str) -> Path:
 
 
 def reporting(name: str, code: str) -> str:
-    """Answer code that runs code (which fills the dict `seen`) and shows `seen` in check ex01.1's feedback."""
+    """Answer code that runs code (which fills the dict `seen`) and shows `seen` in the feedback of the check
+    ex01-turn-of-four."""
     return (f"import json\nseen = {{}}\n{code}\n\n\ndef last_turn_length(events):\n"
             f"    raise AssertionError({name!r} + ' ' + json.dumps(seen))\n")
 
@@ -92,7 +93,7 @@ def test_a_submission_cannot_plant_files_in_the_kit_the_environment_the_sources_
     marker = f"planted_{uuid.uuid4().hex}.py"
     path = submission(tmp_path, "planter", planting(targets, marker))
     report = grade_submission(path, SOURCES, options=SANDBOXED)
-    attempts = reported_json(report, "ex01.1", "PLANTED")
+    attempts = reported_json(report, "ex01-turn-of-four", "PLANTED")
     assert set(attempts) == set(targets)
     for folder in targets:
         assert not (Path(folder) / marker).exists(), f"the submission planted a file in {folder}"
@@ -106,7 +107,7 @@ def test_the_planting_submission_does_plant_when_nothing_stops_it(tmp_path):
     marker = f"planted_{uuid.uuid4().hex}.py"
     path = submission(tmp_path, "planter", planting([str(control)], marker))
     report = grade_submission(path, SOURCES, options=UNSANDBOXED)
-    assert reported_json(report, "ex01.1", "PLANTED") == {str(control): "written"}
+    assert reported_json(report, "ex01-turn-of-four", "PLANTED") == {str(control): "written"}
     assert (control / marker).exists()
 
 
@@ -239,7 +240,7 @@ def test_a_submission_cannot_open_a_connection(tmp_path):
                                   options=SANDBOXED)
     finally:
         listener.close()
-    seen = reported_json(report, "ex01.1", "NETWORK")
+    seen = reported_json(report, "ex01-turn-of-four", "NETWORK")
     assert seen["loopback"] == "Connection refused", seen  # its loopback is its own, and nothing listens there
     assert seen["internet"] == "Network is unreachable", seen
     assert seen["dns"] != "resolved", seen
@@ -253,7 +254,7 @@ def test_unsandboxed_the_same_submission_reaches_the_grader_machine(tmp_path):
                                   options=UNSANDBOXED)
     finally:
         listener.close()
-    assert reported_json(report, "ex01.1", "NETWORK")["loopback"] == "connected"
+    assert reported_json(report, "ex01-turn-of-four", "NETWORK")["loopback"] == "connected"
     assert listener.connections == [b"grades, please"]
 
 
@@ -351,7 +352,8 @@ def test_an_output_bomb_costs_the_submission_its_own_mistakes_only_and_pytest_st
     report, grader, peaks = measured_grading(submission(tmp_path, "output", bomb), tmp_path / "reports",
                                              "--cell-timeout", "4")
     assert report["score"] == 0 and report["status"] == "graded" and report["reason"] is None, report["reason"]
-    for check in ("ex01.1", "ex01.2"):  # the checks of the answer cell that printed (the other is the stub)
+    # the checks of the answer cell that printed (the other is the stub)
+    for check in ("ex01-turn-of-four", "ex01-stops-at-user"):
         assert feedback_of(report, check).startswith(feedback), report["checks"]
     assert pytest_peak(peaks) < 150 * 1024, "pytest held the flood (it held ~360 MB for 50 MB of output before)"
     assert grader < GRADER_BOUND_KIB
@@ -417,8 +419,8 @@ def test_a_kernel_that_stops_itself_is_reported_as_stopped_not_dead(tmp_path):
     stopped = ("the kernel was stopped (SIGSTOP) while running a cell, so it was ended"
                " · 内核在运行单元时被暂停（SIGSTOP），因此被终止")
     assert report["reason"] == stopped
-    assert feedback_of(report, "ex01.1") == f"stopped · 已终止: {stopped}"
-    assert all(feedback_of(report, check.name) == f"not run · 未运行: {stopped}"
+    assert feedback_of(report, "ex01-turn-of-four") == f"stopped · 已终止: {stopped}"
+    assert all(feedback_of(report, check.id) == f"not run · 未运行: {stopped}"
                for check in SOURCES["ex01"].checks[1:])
 
 
@@ -528,7 +530,7 @@ def test_a_sandboxed_kernel_runs_under_the_stated_limits_as_a_user_of_its_own(tm
         assert "the channel's folder is a tmpfs of 256 MiB" in report["sandbox"]
     assert sandbox.Limits().describe().startswith("1024 MiB of address space per process")
     assert "每个进程 1024 MiB 地址空间" in sandbox.Limits().describe()
-    seen = reported_json(report, "ex01.1", "LIMITS")
+    seen = reported_json(report, "ex01-turn-of-four", "LIMITS")
     limits = sandbox.Limits()
     assert (seen["memory"], seen["file"], seen["core"]) == (limits.memory_bytes, limits.file_bytes, 0)
     assert seen["tmp"] == limits.tmp_bytes

@@ -173,5 +173,5 @@ def test_a_slip_at_the_top_of_an_answer_cell_is_not_taken_for_tampering(tmp_path
     write_notebook(tmp_path / "ex01_slip.ipynb", with_answers("ex01", {"ex01-turn-length": slipped}))
     report = graded(tmp_path, detect=True)["slip"]
     assert report["reason"] is None and "guard_findings" not in report, report
-    turn_length = [check for check in report["checks"] if check["name"] in ("ex01.1", "ex01.2")]
+    turn_length = [check for check in report["checks"] if check["id"] in ("ex01-turn-of-four", "ex01-stops-at-user")]
     assert all(check["score"] == check["max_score"] for check in turn_length), scores(report)
