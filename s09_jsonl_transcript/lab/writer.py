@@ -4,9 +4,13 @@ hardened for production.
 `DurableWriter` is the writer half of `DurableTranscript`. Beyond the lesson it
   - detects os.fork(): a child never writes through the descriptor (and the lock) it inherited;
   - writes the rest of a short write, so that the kernel says why (ENOSPC, EFBIG, EDQUOT);
+  - reads the end of its file from the device when it opens, never bytes only the page cache holds
+    (lab/device.py: a failed fsync on Linux leaves such bytes behind), and syncs the folder that
+    really holds a new file's name, even through a symbolic link;
   - checks, after the fsync, that the path still names the file it wrote, grown by this write alone;
   - undoes a failed write durably (truncate, then fsync) and, when that fails too, raises
     TranscriptOutcomeUnknownError naming the record that may be on disk, and appends no more;
+    durable_commit(event_id), on a new instance, then says whether that record is committed, on the device;
   - reports every failed file call as TranscriptIOError naming the step and the path.
 Every call that changes the disk goes through `file_io` (the lesson's FileIO seam).
 """
@@ -21,7 +25,8 @@ import weakref
 from pathlib import Path
 
 from .. import code
-from ..code import FileIO, TranscriptLockedError, event_id_for
+from ..code import FileIO, TranscriptCorruptionError, TranscriptLockedError, event_id_for
+from .device import device_copy, settle_end
 
 _forks = 0  # how many os.fork() calls made this process (each adds one in the child)
 
@@ -63,6 +68,12 @@ def regular(path, flags: int = os.O_RDONLY, opener=None) -> int:
         raise TranscriptIOError(error.errno, error.strerror, error.filename) from None
 
 
+def holding_folder(path: Path) -> Path:
+    """The folder that holds path's name: its parent, or where a symbolic link at path leads (O_CREAT
+    through a link makes the file there, and that folder is the one to sync)."""
+    return Path(os.path.realpath(path)).parent if os.path.islink(path) else path.parent
+
+
 def make_folders(folder: Path) -> None:
     """Create folder and its missing parents, each new folder's name made durable in its parent."""
     if not folder.exists():
@@ -77,10 +88,10 @@ def make_folders(folder: Path) -> None:
 
 class DurableWriter:
     """The writer of one transcript file, for a class that sets path, filepath, session_id,
-    file_io, lock and next_sequence and defines read_for_writer() (what the file's end holds: a
-    ScanResult). Hold `lock` around open_writer and write_durably."""
+    file_io, lock and next_sequence and defines read_for_writer(fd) (what the file's end holds: a
+    ScanResult) and scan(). Hold `lock` around open_writer and write_durably."""
 
-    open_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # writes land at the end
+    open_flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # writes land at the end; the end is read here
     path: Path
     filepath: str
     session_id: str
@@ -97,8 +108,9 @@ class DurableWriter:
         self._file_state: tuple[int, int, int] | None = None
         self.outcome_unknown: TranscriptOutcomeUnknownError | None = None
 
-    def read_for_writer(self):
-        """What a new writer must know of the file's end: next_sequence, partial_tail_offset and
+    def read_for_writer(self, fd: int):
+        """What a new writer must know of the file's end, read through its descriptor fd, whose end
+        settle_end has just dropped from the cache: next_sequence, partial_tail_offset and
         last_line_unterminated (the class that mixes this in reads it)."""
         raise NotImplementedError
 
@@ -123,8 +135,10 @@ class DurableWriter:
                                             "writer (one writer per transcript)") from None
             found = os.fstat(fd)
             if found.st_size == 0:  # nothing acknowledged here: nobody proved the name durable
-                self.file_io.fsync_dir(self.path.parent)  # a name is durable once its folder is
-            end = self.read_for_writer()  # once: after this, appends never read the file
+                self.file_io.fsync_dir(holding_folder(self.path))  # a name is durable once its folder is
+            else:  # what this writer counts comes from the device, or is made durable first
+                settle_end(fd, found.st_size, self.file_io.fsync)
+            end = self.read_for_writer(fd)  # once: after this, appends never read the file
             if end.partial_tail_offset is not None:
                 self.file_io.truncate(fd, end.partial_tail_offset)  # never acknowledged: cut it
                 self.file_io.fsync(fd)
@@ -179,8 +193,11 @@ class DurableWriter:
         step = "write"
         try:
             written = self.file_io.write(fd, data)  # os.write
-            if written != len(data):  # a short write: writing the rest makes the kernel say why
-                self.file_io.write(fd, data[written:])
+            if written != len(data):  # a short write: a second write makes the kernel say why it stopped;
+                # it leaves out the last record's closing brace and newline, so the tail stays torn
+                # (a partial tail every reader ignores) whatever the kernel does with it
+                if data[written:-2]:
+                    self.file_io.write(fd, data[written:-2])
                 raise OSError(errno.ENOSPC, f"the disk is full: {written} of {len(data)} bytes")
             step = "fsync"
             self.file_io.fsync(fd)
@@ -200,3 +217,54 @@ class DurableWriter:
             finally:
                 self._drop_writer()  # fail closed: the next append reopens and re-reads the tail
             raise as_io_error(error, step, self.path, "; the append was undone")
+
+    def read_settled_end(self):
+        """The file's end as the device holds it (what read_for_writer finds: its last commit), read
+        under the writer's lock without becoming the writer: TranscriptLockedError while a writer holds
+        the file, FileNotFoundError when there is none. Nothing is created, cut or repaired."""
+        with self.lock:
+            fd = regular(self.path)
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise TranscriptLockedError(f"{self.path.name} is being written by another writer") from None
+                size = os.fstat(fd).st_size
+                if size:
+                    settle_end(fd, size, self.file_io.fsync)
+                return self.read_for_writer(fd)
+            finally:
+                os.close(fd)
+
+    def durable_commit(self, event_id: str) -> list[dict] | None:
+        """After TranscriptOutcomeUnknownError, on a new instance: the records of the commit that ends
+        at event_id once they are on the device, or None when that commit is not in the file (append
+        it again). Found means durable, not only readable.
+
+        It takes the writer (whose open reads the file's end from the device and cuts a torn tail),
+        fsyncs the file (what the cache holds dirty reaches the device, or TranscriptIOError), and
+        reads the commit's bytes again from the device: TranscriptCorruptionError when the device
+        does not hold what the cache shows (damage in front of the file's end).
+        """
+        with self.lock:
+            self.open_writer()
+            try:
+                self.file_io.fsync(self._fd)
+            except BaseException as error:
+                self._drop_writer()  # fail closed: the next call reopens and reads the end again
+                raise as_io_error(error, "fsync", self.path) from None
+            scanned = self.scan()
+            found = [index for index, record in enumerate(scanned.events) if record["event_id"] == event_id]
+            if not found:
+                return None
+            first = last = found[0]
+            while first > 0 and scanned.events[first - 1].get("batch_end") == scanned.events[last]["sequence"]:
+                first -= 1
+            start = scanned.offsets[first]
+            end = scanned.offsets[last + 1] if last + 1 < len(scanned.offsets) else os.fstat(self._fd).st_size
+            with open(self.path, "rb") as cached:
+                cached.seek(start)
+                if cached.read(end - start) != device_copy(self._fd, start, end):
+                    raise TranscriptCorruptionError(self.path, None, start, f"the page cache holds {event_id}, "
+                                                    "the device does not")
+            return scanned.events[first: last + 1]
