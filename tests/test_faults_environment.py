@@ -361,44 +361,26 @@ def _fsyncs_of_an_open(path) -> int:
     return file_io.fsyncs
 
 
-def _drops_work(folder) -> bool:
-    """Whether this file system lets the kernel drop a clean page (tmpfs keeps it: it is the storage)."""
+def test_an_open_reads_the_end_from_the_device_without_an_fsync(cls, tmp_path):
+    """Where the cache can be dropped (Linux), the open writes back a dirty end and waits for it
+    (sync_file_range), drops it and reads it again: no fsync, clean or dirty."""
     from s09_jsonl_transcript.lab import device
 
-    probe = folder / "probe"
-    probe.write_bytes(b"x" * 100)
-    fd = os.open(probe, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        device.drop_cached(fd, 0)
-        return not device.cached(fd, 99)
-    finally:
-        os.close(fd)
-
-
-def test_an_open_syncs_the_end_only_when_a_drop_leaves_it_cached(cls, tmp_path):
-    """A clean end (its writer synced it) is dropped and read from the device: no fsync. An end the drop
-    cannot take (dirty, or as here mapped by another reader) is fsynced before it is counted."""
-    import mmap
-
-    from s09_jsonl_transcript.lab import device
-
-    if not device.CAN_DROP or not _drops_work(tmp_path):
-        pytest.skip("this file system keeps its pages cached (tmpfs), or this system cannot drop them")
+    if not device.CAN_DROP:
+        pytest.skip("this system cannot drop cached pages (no posix_fadvise or sync_file_range)")
     path = tmp_path / "s.jsonl"
     with cls(path, clock=ticking_clock()) as writer:
         writer.append(message("one"))
     assert _fsyncs_of_an_open(path) == 0
-    with open(path, "rb") as reader, mmap.mmap(reader.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        assert mapped[-1:] == b"\n"  # the last page is mapped now: DONTNEED leaves it
-        assert _fsyncs_of_an_open(path) == 1
+    path.write_bytes(path.read_bytes())  # the same bytes, dirty in the page cache
+    assert _fsyncs_of_an_open(path) == 0
     assert contents(cls, path) == ["one"]
 
 
 def test_where_the_cache_cannot_be_dropped_every_open_syncs_the_end(cls, tmp_path, monkeypatch):
-    """macOS has no posix_fadvise and no RWF_NOWAIT: nothing can be dropped or probed, so the open fsyncs,
-    which makes dirty bytes durable before they are counted (clean bytes a failed fsync left behind cannot be
-    seen there: docs/lab.md)."""
+    """macOS has neither posix_fadvise nor sync_file_range: nothing can be dropped, so the open fsyncs, which
+    makes dirty bytes durable before they are counted (clean bytes a failed fsync left behind cannot be seen
+    there: docs/lab.md)."""
     from s09_jsonl_transcript.lab import device
 
     path = tmp_path / "s.jsonl"
@@ -412,15 +394,31 @@ def test_where_the_cache_cannot_be_dropped_every_open_syncs_the_end(cls, tmp_pat
         assert writer.append(message("two"))["sequence"] == 2
 
 
-def test_on_tmpfs_the_drop_does_nothing_and_the_open_syncs_the_only_copy(cls, tmp_path):
-    """On tmpfs the page cache is the storage: the last page always looks cached, so the open fsyncs (a no-op
-    there) and reads the only copy there is."""
+def test_on_tmpfs_the_drop_does_nothing_and_the_open_reads_the_only_copy(cls, tmp_path):
+    """On tmpfs the page cache is the storage: the drop keeps the pages, and the read gets the only copy."""
+    from s09_jsonl_transcript.lab import device
+
     with small_tmpfs(tmp_path / "disk") as disk:
         path = disk / "s.jsonl"
         with cls(path, clock=ticking_clock()) as writer:
             writer.append(message("one"))
-        assert not _drops_work(disk)
-        assert _fsyncs_of_an_open(path) == 1
+        with open(path, "rb") as reader:
+            device.drop_cached(reader.fileno(), 0)  # asked, and nothing happens: no error either
+        assert _fsyncs_of_an_open(path) == (0 if device.CAN_DROP else 1)
         with cls(path, clock=ticking_clock()) as writer:
             assert writer.append(message("two"))["sequence"] == 2
         assert contents(cls, path) == ["one", "two"]
+
+
+def test_a_new_file_made_through_a_symbolic_link_syncs_the_folder_that_holds_it(cls, tmp_path):
+    """O_CREAT through a link at the path makes the file where the link leads: that folder is the one synced."""
+    from fault_injection import NameTracer
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "links").mkdir()
+    os.symlink(tmp_path / "real" / "s.jsonl", tmp_path / "links" / "s.jsonl")  # dangling until the first append
+    with NameTracer(tmp_path) as tracer:
+        with cls(tmp_path / "links" / "s.jsonl", clock=ticking_clock()) as writer:
+            writer.append(message("one"))
+    assert (tmp_path / "real" / "s.jsonl").is_file()
+    assert tracer.unsynced() == [] and ("sync", str(tmp_path / "real")) in tracer.events

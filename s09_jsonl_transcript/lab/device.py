@@ -6,27 +6,45 @@ marks the pages clean and keeps serving, from the page cache, bytes the device n
 A writer restarted after a crash would read such bytes as committed records and append after
 them: its event is acknowledged, then lost with them at the next reboot.
 
-So a writer of the lab reads the end of its file from the device. It asks the kernel to drop the
-clean cached pages it is about to read (posix_fadvise DONTNEED) and reads them again. Dirty
-pages cannot be dropped: when the file's last page is still cached after the drop (a preadv with
-RWF_NOWAIT answers from the cache only), something wrote the end and never synced it, so the
-writer makes it durable first (fsync: the bytes reach the device or the open fails), then drops
-and reads again. What the writer then counts is on the device.
+So a writer of the lab reads the end of its file as the device holds it. Before it reads a range it
+  1. writes back what is dirty in it and waits (sync_file_range): the bytes reach the device, or the
+     writeback's error is raised and the writer does not open. (It does not flush the device's own
+     cache as fsync does, so it costs about a microsecond when nothing is dirty.)
+  2. asks the kernel to forget the range's cached pages, now all clean (posix_fadvise DONTNEED),
+  3. reads the range, which now comes from the device.
+Step 1 also keeps the reads the same from run to run: DONTNEED alone starts writing dirty pages
+back and drops only those done by then.
 
-Where posix_fadvise or RWF_NOWAIT does not exist (macOS), nothing can be dropped: the writer
-fsyncs at every open, which makes dirty bytes durable but cannot detect clean pages a failed
-fsync left behind. Where the drop does nothing because the cache is the storage (tmpfs), the
-last page always looks cached: the writer fsyncs (a no-op there) and reads the only copy there is.
+Where posix_fadvise or sync_file_range does not exist (macOS), nothing can be dropped: the writer
+fsyncs at every open, which makes dirty bytes durable but cannot detect clean pages a failed fsync
+left behind (docs/lab.md says what to do there). Where the drop does nothing because the cache is
+the storage (tmpfs, ramfs), there is no device to disagree with: the read gets the only copy.
 """
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 from typing import Callable
 
 PAGE = mmap.PAGESIZE
-CAN_DROP = hasattr(os, "posix_fadvise") and hasattr(os, "preadv") and hasattr(os, "RWF_NOWAIT")
+_WRITE_AND_WAIT = 1 | 2 | 4  # SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER
+
+
+def _sync_file_range():
+    """libc's sync_file_range, or None where there is none."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (AttributeError, OSError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_SYNC_FILE_RANGE = _sync_file_range()
+CAN_DROP = hasattr(os, "posix_fadvise") and _SYNC_FILE_RANGE is not None
 
 
 def page_floor(offset: int) -> int:
@@ -35,53 +53,28 @@ def page_floor(offset: int) -> int:
 
 
 def drop_cached(fd: int, start: int, end: int | None = None) -> None:
-    """Ask the kernel to forget fd's clean cached pages from the page holding start up to end (a
-    page boundary), or to the end of the file, so that the next read of them comes from the
-    device. Dirty pages, and pages under writeback or mapped, stay. Nothing where CAN_DROP is false."""
-    if CAN_DROP:
-        first = page_floor(start)
-        os.posix_fadvise(fd, first, 0 if end is None else max(end - first, 0), os.POSIX_FADV_DONTNEED)
-
-
-def cached(fd: int, offset: int) -> bool:
-    """True when the page holding byte offset of fd is in the page cache (True where nobody can tell).
-
-    The probe reads one byte with RWF_NOWAIT, which answers from the cache or not at all; when
-    the page is missing it also starts reading it, which the caller's read then finds.
-    """
+    """Write back fd's dirty pages from the page holding start up to end (a page boundary), or to the
+    end of the file, wait for them (OSError if that fails), then ask the kernel to forget those
+    pages, so that the next read of them comes from the device. Mapped pages stay cached. Nothing
+    where CAN_DROP is false."""
     if not CAN_DROP:
-        return True
-    try:
-        os.preadv(fd, [bytearray(1)], offset, os.RWF_NOWAIT)
-    except BlockingIOError:
-        return False
-    except OSError:  # a file system that refuses RWF_NOWAIT (EOPNOTSUPP): nobody can tell
-        return True
-    return True
-
-
-def settle_end(fd: int, size: int, fsync: Callable[[int], None]) -> None:
-    """Make the end of fd's file (size bytes) come from the device on the next read.
-
-    The last page's clean copy is dropped; if it is still cached (dirty: written and never synced),
-    fsync makes it durable (its error is the caller's), and the page is dropped again.
-    """
-    last_page = page_floor(size - 1)
-    drop_cached(fd, last_page)
-    if cached(fd, size - 1):
-        fsync(fd)
-        drop_cached(fd, last_page)
+        return
+    first = page_floor(start)
+    length = 0 if end is None else max(end - first, 0)  # 0: to the end of the file
+    if _SYNC_FILE_RANGE(fd, first, length, _WRITE_AND_WAIT) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"writing back the file's end failed: {os.strerror(code)}")
+    os.posix_fadvise(fd, first, length, os.POSIX_FADV_DONTNEED)
 
 
 class DeviceReader:
-    """Reads of one file through its descriptor, each range's clean cached pages dropped first,
-    once: dropped_from is the page from which everything to the end of the file was dropped
-    already (None: nothing yet)."""
+    """Reads of one file through its descriptor, each range written back and dropped from the cache
+    first (once: dropped_from is the page from which everything to the end of the file was dropped
+    already, None for nothing yet)."""
 
-    def __init__(self, fd: int, dropped_from: int | None = None,
-                 read: Callable[[int, int], bytes] | None = None):
+    def __init__(self, fd: int, read: Callable[[int, int], bytes] | None = None):
         self.fd = fd
-        self.dropped_from = dropped_from
+        self.dropped_from: int | None = None
         self._read = read or (lambda start, length: os.pread(fd, length, start))  # read(start, length)
 
     def read(self, start: int, length: int) -> bytes:
@@ -93,6 +86,5 @@ class DeviceReader:
 
 
 def device_copy(fd: int, start: int, end: int) -> bytes:
-    """The bytes start..end of fd's file as the device holds them (fsync the file first: a dirty
-    page is not dropped, so it would be read from the cache)."""
+    """The bytes start..end of fd's file as the device holds them."""
     return DeviceReader(fd).read(start, end - start)

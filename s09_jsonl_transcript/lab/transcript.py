@@ -49,7 +49,7 @@ from ..code import (
     window_of,
 )
 from .checks import checked_event, checked_names, checked_path
-from .device import DeviceReader, page_floor
+from .device import DeviceReader
 from .fast import encode_lines, encode_record, fast_recover, plain_payload, utc_now, utc_stamp
 from .writer import DurableWriter, TranscriptIOError, regular
 
@@ -262,7 +262,7 @@ class DurableTranscript(DurableWriter):
         integrity follows it."""
         size = os.fstat(fd).st_size
         with open(fd, "rb", closefd=False) as file:  # through open(): the read-cost tests count it
-            reader = DeviceReader(fd, page_floor(max(size - 1, 0)), partial(_read_at, file))  # settle_end dropped it
+            reader = DeviceReader(fd, partial(_read_at, file))
             try:
                 tail = self._tail_of(reader.read, size, 1, None, first_step=WRITER_STEP)
             except TranscriptCorruptionError:  # the full read names the line: the whole file, from the device

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import code
 from ..code import FileIO, TranscriptCorruptionError, TranscriptLockedError, event_id_for
-from .device import device_copy, settle_end
+from . import device
 
 _forks = 0  # how many os.fork() calls made this process (each adds one in the child)
 
@@ -109,8 +109,8 @@ class DurableWriter:
         self.outcome_unknown: TranscriptOutcomeUnknownError | None = None
 
     def read_for_writer(self, fd: int):
-        """What a new writer must know of the file's end, read through its descriptor fd, whose end
-        settle_end has just dropped from the cache: next_sequence, partial_tail_offset and
+        """What a new writer must know of the file's end, read through its descriptor fd as the device
+        holds it (lab/device.py: DeviceReader): next_sequence, partial_tail_offset and
         last_line_unterminated (the class that mixes this in reads it)."""
         raise NotImplementedError
 
@@ -136,9 +136,9 @@ class DurableWriter:
             found = os.fstat(fd)
             if found.st_size == 0:  # nothing acknowledged here: nobody proved the name durable
                 self.file_io.fsync_dir(holding_folder(self.path))  # a name is durable once its folder is
-            else:  # what this writer counts comes from the device, or is made durable first
-                settle_end(fd, found.st_size, self.file_io.fsync)
-            end = self.read_for_writer(fd)  # once: after this, appends never read the file
+            elif not device.CAN_DROP:  # no way to read the device (macOS): what this writer counts is made durable
+                self.file_io.fsync(fd)
+            end = self.read_for_writer(fd)  # once, from the device: after this, appends never read the file
             if end.partial_tail_offset is not None:
                 self.file_io.truncate(fd, end.partial_tail_offset)  # never acknowledged: cut it
                 self.file_io.fsync(fd)
@@ -229,9 +229,8 @@ class DurableWriter:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     raise TranscriptLockedError(f"{self.path.name} is being written by another writer") from None
-                size = os.fstat(fd).st_size
-                if size:
-                    settle_end(fd, size, self.file_io.fsync)
+                if not device.CAN_DROP:
+                    self.file_io.fsync(fd)
                 return self.read_for_writer(fd)
             finally:
                 os.close(fd)
@@ -264,7 +263,7 @@ class DurableWriter:
             end = scanned.offsets[last + 1] if last + 1 < len(scanned.offsets) else os.fstat(self._fd).st_size
             with open(self.path, "rb") as cached:
                 cached.seek(start)
-                if cached.read(end - start) != device_copy(self._fd, start, end):
+                if cached.read(end - start) != device.device_copy(self._fd, start, end):
                     raise TranscriptCorruptionError(self.path, None, start, f"the page cache holds {event_id}, "
                                                     "the device does not")
             return scanned.events[first: last + 1]
