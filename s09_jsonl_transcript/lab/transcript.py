@@ -49,7 +49,7 @@ from ..code import (
     window_of,
 )
 from .checks import checked_event, checked_names, checked_path
-from .device import DeviceReader
+from .device import DeviceReader, page_floor
 from .fast import encode_lines, encode_record, fast_recover, plain_payload, utc_now, utc_stamp
 from .writer import DurableWriter, TranscriptIOError, regular
 
@@ -57,7 +57,8 @@ BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the 
 CHAIN_FIELD = "chain"  # integrity mode only: sha256 of (previous line, this line), always the last field
 RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | {BATCH_END_FIELD}  # the envelope, and batch_end on a batch's records
 BLOCK = 64 * 1024  # how much a reader reads at a time, from either end of the file
-WRITER_STEP = 4096  # a writer's first read of the end: most records are shorter (each next read is larger)
+WRITER_TAIL = 1024  # a writer's first read of the end: the page that holds the file's last this many bytes to its
+# end, one page most often, so one small read from the device; most records are shorter (each next read is larger)
 NOT_JSON = object()  # parse_line's answer for bytes that are not one JSON document
 
 
@@ -264,7 +265,8 @@ class DurableTranscript(DurableWriter):
         with open(fd, "rb", closefd=False) as file:  # through open(): the read-cost tests count it
             reader = DeviceReader(fd, partial(_read_at, file))
             try:
-                tail = self._tail_of(reader.read, size, 1, None, first_step=WRITER_STEP)
+                first_step = size - page_floor(max(size - WRITER_TAIL, 0))
+                tail = self._tail_of(reader.read, size, 1, None, first_step=first_step)
             except TranscriptCorruptionError:  # the full read names the line: the whole file, from the device
                 reader.read(0, 0)
                 file.seek(0)
