@@ -554,6 +554,6 @@ def test_the_paired_bench_runs_against_a_commit_and_reports_each_side(tmp_path, 
     report = capsys.readouterr().out
     assert status in (0, 1) and "against HEAD" in report and "load average before" in report
     for name in ("a writer's open, this / REV", "an append, CPU (fsync simulated), this - REV",
-                 "an append, fsync, this - REV", "open, the device read alone"):
+                 "an append, fsync, this - REV", "a writer's open after a crash", "open, this, after a crash"):
         assert name in report
     assert list(tmp_path.iterdir()) == []  # its temporary files are gone

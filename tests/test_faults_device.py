@@ -215,3 +215,21 @@ def test_a_live_log_after_an_unknown_outcome_finds_only_what_the_device_holds(de
     log.close()
     device.reboot()
     assert contents(path) == ["one", LONG]
+
+
+def test_an_append_undone_on_a_full_device_is_retried_once_and_survives_a_reboot(device):
+    """The everyday road: the fsync fails for real, the undo (truncate, fsync) succeeds, the caller retries
+    once there is room. The file is back at the size its last clean close marked (lab/device.py), so the
+    retry's open may trust the cache: what it counts is the device's."""
+    path = device.mount / "s.jsonl"
+    _one_event(path).close()
+    writer = DurableTranscript(path, clock=ticking_clock())
+    device.fill()
+    with pytest.raises(TranscriptIOError, match="fsync failed") as refused:
+        writer.append(message(LONG))
+    assert refused.value.errno in (28, 5) and contents(path) == ["one"]  # ENOSPC or EIO: undone
+    device.free()
+    assert writer.append(message(LONG))["sequence"] == 2
+    writer.close()
+    device.reboot()
+    assert contents(path) == ["one", LONG]

@@ -378,12 +378,14 @@ def test_an_open_reads_the_end_from_the_device_without_an_fsync(cls, tmp_path):
 
 
 def test_where_the_cache_cannot_be_dropped_every_open_syncs_the_end(cls, tmp_path, monkeypatch):
-    """macOS has neither posix_fadvise nor sync_file_range: nothing can be dropped, so the open fsyncs, which
-    makes dirty bytes durable before they are counted (clean bytes a failed fsync left behind cannot be seen
-    there: docs/lab.md)."""
+    """macOS has neither posix_fadvise nor sync_file_range, and Python has no os.getxattr there: nothing can be
+    dropped and no clean close marked, so the open fsyncs, which makes dirty bytes durable before they are
+    counted (clean bytes a failed fsync left behind cannot be seen there: docs/lab.md)."""
     from s09_jsonl_transcript.lab import device
 
     path = tmp_path / "s.jsonl"
+    monkeypatch.delattr(os, "getxattr", raising=False)
+    monkeypatch.delattr(os, "setxattr", raising=False)
     with cls(path, clock=ticking_clock()) as writer:
         writer.append(message("one"))
     monkeypatch.setattr(device, "CAN_DROP", False)
@@ -422,3 +424,44 @@ def test_a_new_file_made_through_a_symbolic_link_syncs_the_folder_that_holds_it(
             writer.append(message("one"))
     assert (tmp_path / "real" / "s.jsonl").is_file()
     assert tracer.unsynced() == [] and ("sync", str(tmp_path / "real")) in tracer.events
+
+
+def _drops_during(cls, path, monkeypatch) -> list:
+    """The ranges the open of a writer on path asks the kernel to drop."""
+    from s09_jsonl_transcript.lab import device
+
+    dropped = []
+    real = device.drop_cached
+    monkeypatch.setattr(device, "drop_cached",
+                        lambda fd, start, end=None: dropped.append(start) or real(fd, start, end))
+    with cls(path, clock=ticking_clock()) as writer:
+        writer.acquire_writer()
+    monkeypatch.setattr(device, "drop_cached", real)
+    return dropped
+
+
+def test_a_file_its_writer_closed_cleanly_is_opened_from_the_cache_and_any_other_from_the_device(cls, tmp_path,
+                                                                                                monkeypatch):
+    """A clean close leaves the mark (device.SETTLED: device, inode, size); the next writer trusts the cache only
+    for that very file at that very size. A writer that never closed, a byte written since, or a copy made with
+    the attributes (another inode) sends the next open to the device."""
+    from s09_jsonl_transcript.lab import device
+
+    path = tmp_path / "s.jsonl"
+    writer = cls(path, clock=ticking_clock())
+    writer.append(message("one"))
+    writer._drop_writer()  # as a crash would leave it: no clean close
+    assert _drops_during(cls, path, monkeypatch) != []  # no mark: the end comes from the device
+    assert _drops_during(cls, path, monkeypatch) == []  # that open closed cleanly: marked
+    with open(path, "ab") as outsider:
+        outsider.write(b"x")  # a byte the mark does not cover
+    assert _drops_during(cls, path, monkeypatch) != []
+    try:
+        os.setxattr(path, device.SETTLED, os.getxattr(path, device.SETTLED))
+    except OSError:
+        pytest.skip("this file system keeps no extended attributes: every open reads the device")
+    copy = tmp_path / "copies" / "s.jsonl"
+    copy.parent.mkdir()
+    subprocess.run(["cp", "--preserve=xattr", str(path), str(copy)], check=True)
+    assert os.getxattr(copy, device.SETTLED) == os.getxattr(path, device.SETTLED)
+    assert _drops_during(cls, copy, monkeypatch) != []  # another inode: not settled

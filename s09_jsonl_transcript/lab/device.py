@@ -6,7 +6,12 @@ marks the pages clean and keeps serving, from the page cache, bytes the device n
 A writer restarted after a crash would read such bytes as committed records and append after
 them: its event is acknowledged, then lost with them at the next reboot.
 
-So a writer of the lab reads the end of its file as the device holds it. Before it reads a range it
+A writer of the lab that closes cleanly leaves a mark on its file (an extended attribute, SETTLED: the
+file's device, inode and size): every byte of the file was on the device when it closed, its own
+appends synced, the bytes before them read from the device when it opened. The next writer, in any
+process, finds the mark matching its file and reads the end from the cache: nothing was written since.
+A writer that crashed or failed left no mark (or one for another size), and so does a writer outside
+the kit; then the next writer reads the end of the file as the device holds it. Before it reads a range it
   1. writes back what is dirty in it and waits (sync_file_range): the bytes reach the device, or the
      writeback's error is raised and the writer does not open. (It does not flush the device's own
      cache as fsync does, so it costs about a microsecond when nothing is dirty.)
@@ -45,6 +50,30 @@ def _sync_file_range():
 
 _SYNC_FILE_RANGE = _sync_file_range()
 CAN_DROP = hasattr(os, "posix_fadvise") and _SYNC_FILE_RANGE is not None
+SETTLED = "user.s09.settled"  # the extended attribute a writer that closed cleanly leaves: "<device>:<inode>:<size>"
+
+
+def _settled_value(device: int, inode: int, size: int) -> bytes:
+    return f"{device}:{inode}:{size}".encode()
+
+
+def is_settled(fd: int, found: os.stat_result) -> bool:
+    """True when fd's file carries the mark of a clean close for exactly this file and size (found is its
+    fstat): no byte was written since a writer saw all of them on the device. False where there are no
+    extended attributes, or no mark."""
+    try:
+        return os.getxattr(fd, SETTLED) == _settled_value(found.st_dev, found.st_ino, found.st_size)
+    except (OSError, AttributeError):  # no mark, no extended attributes here (ENOTSUP), or no os.getxattr
+        return False
+
+
+def mark_settled(fd: int, device: int, inode: int, size: int) -> None:
+    """Leave the mark of a clean close on fd's file; where the file system takes no extended attribute,
+    nothing (the next writer then reads the end from the device)."""
+    try:
+        os.setxattr(fd, SETTLED, _settled_value(device, inode, size))
+    except (OSError, AttributeError):
+        pass
 
 
 def page_floor(offset: int) -> int:
@@ -70,11 +99,11 @@ def drop_cached(fd: int, start: int, end: int | None = None) -> None:
 class DeviceReader:
     """Reads of one file through its descriptor, each range written back and dropped from the cache
     first (once: dropped_from is the page from which everything to the end of the file was dropped
-    already, None for nothing yet)."""
+    already, None for nothing yet). With from_device=False, plain reads (the file is settled)."""
 
-    def __init__(self, fd: int, read: Callable[[int, int], bytes] | None = None):
+    def __init__(self, fd: int, read: Callable[[int, int], bytes] | None = None, *, from_device: bool = True):
         self.fd = fd
-        self.dropped_from: int | None = None
+        self.dropped_from: int | None = None if from_device else 0
         self._read = read or (lambda start, length: os.pread(fd, length, start))  # read(start, length)
 
     def read(self, start: int, length: int) -> bytes:

@@ -257,13 +257,13 @@ class DurableTranscript(DurableWriter):
             raise TranscriptValidationError(f"record is {len(line) + 1} bytes; the limit is {self.max_record_bytes}")
         return line
 
-    def read_for_writer(self, fd: int) -> ScanResult:
-        """Only the tail, read through the writer's descriptor fd from the device (lab/device.py):
-        the next sequence and the chain anchor. A sealed file stays sealed: a writer opened without
-        integrity follows it."""
+    def read_for_writer(self, fd: int, *, from_device: bool = True) -> ScanResult:
+        """Only the tail, read through the writer's descriptor fd, from the device unless from_device is
+        False (lab/device.py): the next sequence and the chain anchor. A sealed file stays sealed: a
+        writer opened without integrity follows it."""
         size = os.fstat(fd).st_size
         with open(fd, "rb", closefd=False) as file:  # through open(): the read-cost tests count it
-            reader = DeviceReader(fd, partial(_read_at, file))
+            reader = DeviceReader(fd, partial(_read_at, file), from_device=from_device)
             try:
                 first_step = size - page_floor(max(size - WRITER_TAIL, 0))
                 tail = self._tail_of(reader.read, size, 1, None, first_step=first_step)

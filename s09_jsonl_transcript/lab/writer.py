@@ -108,10 +108,11 @@ class DurableWriter:
         self._file_state: tuple[int, int, int] | None = None
         self.outcome_unknown: TranscriptOutcomeUnknownError | None = None
 
-    def read_for_writer(self, fd: int):
+    def read_for_writer(self, fd: int, *, from_device: bool = True):
         """What a new writer must know of the file's end, read through its descriptor fd as the device
-        holds it (lab/device.py: DeviceReader): next_sequence, partial_tail_offset and
-        last_line_unterminated (the class that mixes this in reads it)."""
+        holds it (lab/device.py: DeviceReader), or from the cache when from_device is False (the file
+        is settled): next_sequence, partial_tail_offset and last_line_unterminated (the class that
+        mixes this in reads it)."""
         raise NotImplementedError
 
     def open_writer(self) -> None:
@@ -134,11 +135,12 @@ class DurableWriter:
                 raise TranscriptLockedError(f"{self.path.name} is being written by another "
                                             "writer (one writer per transcript)") from None
             found = os.fstat(fd)
+            settled = found.st_size > 0 and device.is_settled(fd, found)  # closed cleanly: nothing written since
             if found.st_size == 0:  # nothing acknowledged here: nobody proved the name durable
                 self.file_io.fsync_dir(holding_folder(self.path))  # a name is durable once its folder is
-            elif not device.CAN_DROP:  # no way to read the device (macOS): what this writer counts is made durable
+            elif not settled and not device.CAN_DROP:  # no way to read the device (macOS): make it durable
                 self.file_io.fsync(fd)
-            end = self.read_for_writer(fd)  # once, from the device: after this, appends never read the file
+            end = self.read_for_writer(fd, from_device=not settled)  # once: after this, appends never read it
             if end.partial_tail_offset is not None:
                 self.file_io.truncate(fd, end.partial_tail_offset)  # never acknowledged: cut it
                 self.file_io.fsync(fd)
@@ -164,8 +166,12 @@ class DurableWriter:
             self.open_writer()
 
     def close(self) -> None:
-        """Release the writer's descriptor and its lock; a later append opens them again."""
+        """Release the writer's descriptor and its lock; a later append opens them again. A writer of
+        this process that did not fail since it opened leaves the mark of a clean close (device.SETTLED):
+        every byte of the file is on the device, so the next writer need not read the end from it."""
         with self.lock:
+            if self._fd is not None and self._writer_forks == _forks and self._file_state is not None:
+                device.mark_settled(self._fd, *self._file_state)
             self._drop_writer()
 
     def __enter__(self):
