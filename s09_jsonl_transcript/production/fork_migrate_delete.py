@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Callable, Self
 
 from ..code import TranscriptCorruptionError
-from ..lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO, as_io_error
-from ..lab.writer import holding_folder
+from ..lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO, as_io_error, holding_folder
 from .cursors import ends_a_commit
 from .errors import CommitRefused, LiveInputError
 from .inputs import check_callable, check_folder, check_session_id

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Self
 
 from ..code import TranscriptCorruptionError, TranscriptLockedError
-from ..lab import DurableTranscript, OsFileIO, make_folders, regular
-from ..lab.writer import holding_folder
+from ..lab import DurableTranscript, OsFileIO, holding_folder, make_folders, regular
 from . import cache
 from .errors import CommitRefused, MigrationError, SessionMigratedError
 from .fork_migrate_delete import (
