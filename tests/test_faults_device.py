@@ -15,6 +15,7 @@ acknowledged is checked after a reboot, when only what the device holds reads ba
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -233,3 +234,29 @@ def test_an_append_undone_on_a_full_device_is_retried_once_and_survives_a_reboot
     writer.close()
     device.reboot()
     assert contents(path) == ["one", LONG]
+
+
+# --------------------------------------------------------------------------- the device itself
+
+
+def test_the_device_is_released_even_when_the_test_fails(tmp_path):
+    with pytest.raises(RuntimeError, match="the test failed"):
+        with failing_device(tmp_path / "device") as made:
+            (made.mount / "f").write_bytes(b"x")
+            held = open(made.mount / "f", "rb")  # a file left open: the unmount must still happen
+            raise RuntimeError("the test failed")
+    held.close()
+    assert made.loop is None and not os.path.ismount(made.mount) and not os.path.ismount(made.store)
+
+
+def test_devices_made_at_once_never_share_a_loop_device(tmp_path):
+    """What two pytest-xdist workers do: set devices up at the same moment. The kernel hands each its own."""
+    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import ExitStack
+
+    with ExitStack() as stack, ThreadPoolExecutor(4) as pool:
+        made = list(pool.map(lambda number: stack.enter_context(failing_device(tmp_path / f"d{number}")), range(4)))
+        assert len({device.loop for device in made}) == 4
+        for number, device in enumerate(made):
+            (device.mount / "n").write_text(str(number))
+        assert [(device.mount / "n").read_text() for device in made] == ["0", "1", "2", "3"]

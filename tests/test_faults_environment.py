@@ -465,3 +465,18 @@ def test_a_file_its_writer_closed_cleanly_is_opened_from_the_cache_and_any_other
     subprocess.run(["cp", "--preserve=xattr", str(path), str(copy)], check=True)
     assert os.getxattr(copy, device.SETTLED) == os.getxattr(path, device.SETTLED)
     assert _drops_during(cls, copy, monkeypatch) != []  # another inode: not settled
+
+
+def test_without_a_failing_device_the_suites_skip_with_the_reason_and_fail_under_ci(tmp_path, monkeypatch):
+    import failing_device
+
+    monkeypatch.setattr(failing_device, "why_no_device", lambda: "no loop devices (/dev/loop-control)")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no loop devices"):
+        with failing_device.failing_device(tmp_path / "device"):
+            pass
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="required under CI=true: no loop devices"):
+        with failing_device.failing_device(tmp_path / "device"):
+            pass
+    assert not (tmp_path / "device").exists()
