@@ -115,6 +115,10 @@ class DurableWriter:
         mixes this in reads it)."""
         raise NotImplementedError
 
+    def scan(self, on_record=None, *, report_damage: bool = False):
+        """Read and validate the whole file: a ScanResult (the class that mixes this in reads it)."""
+        raise NotImplementedError
+
     def open_writer(self) -> None:
         """Become the writer (hold `lock`): open, lock, repair the end, learn next_sequence. At once
         when this process holds it already: opened here, and not before an os.fork() (a child
@@ -253,8 +257,10 @@ class DurableWriter:
         """
         with self.lock:
             self.open_writer()
+            fd = self._fd
+            assert fd is not None, "open_writer() holds the writer"
             try:
-                self.file_io.fsync(self._fd)
+                self.file_io.fsync(fd)
             except BaseException as error:
                 self._drop_writer()  # fail closed: the next call reopens and reads the end again
                 raise as_io_error(error, "fsync", self.path) from None
@@ -266,10 +272,10 @@ class DurableWriter:
             while first > 0 and scanned.events[first - 1].get("batch_end") == scanned.events[last]["sequence"]:
                 first -= 1
             start = scanned.offsets[first]
-            end = scanned.offsets[last + 1] if last + 1 < len(scanned.offsets) else os.fstat(self._fd).st_size
+            end = scanned.offsets[last + 1] if last + 1 < len(scanned.offsets) else os.fstat(fd).st_size
             with open(self.path, "rb") as cached:
                 cached.seek(start)
-                if cached.read(end - start) != device.device_copy(self._fd, start, end):
+                if cached.read(end - start) != device.device_copy(fd, start, end):
                     raise TranscriptCorruptionError(self.path, None, start, f"the page cache holds {event_id}, "
                                                     "the device does not")
             return scanned.events[first: last + 1]
