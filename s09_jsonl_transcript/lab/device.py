@@ -7,9 +7,10 @@ A writer restarted after a crash would read such bytes as committed records and 
 them: its event is acknowledged, then lost with them at the next reboot.
 
 A writer of the lab that closes cleanly leaves a mark on its file (an extended attribute, SETTLED: the
-file's device, inode and size): every byte of the file was on the device when it closed, its own
-appends synced, the bytes before them read from the device when it opened. The next writer, in any
-process, finds the mark matching its file and reads the end from the cache: nothing was written since.
+file's device, inode and size): what a writer reads of the file's end was on the device when it
+closed, its own appends synced, the end it found read from the device when it opened (or covered by
+an earlier mark). The next writer, in any process, finds the mark matching its file and reads the end
+from the cache: nothing was written since.
 A writer that crashed or failed left no mark (or one for another size), and so does a writer outside
 the kit; then the next writer reads the end of the file as the device holds it. Before it reads a range it
   1. writes back what is dirty in it and waits (sync_file_range): the bytes reach the device, or the

@@ -172,7 +172,7 @@ class DurableWriter:
     def close(self) -> None:
         """Release the writer's descriptor and its lock; a later append opens them again. A writer of
         this process that did not fail since it opened leaves the mark of a clean close (device.SETTLED):
-        every byte of the file is on the device, so the next writer need not read the end from it."""
+        the file's end is on the device, so the next writer need not read it from there."""
         with self.lock:
             if self._fd is not None and self._writer_forks == _forks and self._file_state is not None:
                 device.mark_settled(self._fd, *self._file_state)
