@@ -260,3 +260,32 @@ def test_devices_made_at_once_never_share_a_loop_device(tmp_path):
         for number, device in enumerate(made):
             (device.mount / "n").write_text(str(number))
         assert [(device.mount / "n").read_text() for device in made] == ["0", "1", "2", "3"]
+
+
+def test_a_migration_on_a_device_that_fills_leaves_one_copy_and_survives_a_reboot(device):
+    """The copy's writeback fails for real: the migration raises, A takes the next commit, B (if its name
+    stayed) refuses. With room again, migrate_to completes; after a reboot B holds the session and takes
+    commits, A refuses."""
+    from s09_jsonl_transcript.production.live import SessionMigratedError
+
+    source = SessionEventLog.for_session("s", device.mount / "a", clock=ticking_clock())
+    source.commit(message(LONG))
+    device.fill()
+    with pytest.raises(TranscriptIOError):
+        source.migrate_to(device.mount / "b")
+    device.free()
+    assert source.commit(message("still here"))["sequence"] == 2  # A goes on
+    waiting = device.mount / "b" / "s.jsonl"
+    if waiting.exists():
+        with SessionEventLog.open(waiting, clock=ticking_clock()) as copy, pytest.raises(SessionMigratedError):
+            copy.commit(message("refused"))
+    moved = source.migrate_to(device.mount / "b")
+    assert moved.commit(message("in b"))["sequence"] == 5  # A's two, B's two migration records, then this
+    SessionEventLog.close_cached()
+    device.reboot()
+    with SessionEventLog.open(device.mount / "a" / "s.jsonl") as a, pytest.raises(SessionMigratedError):
+        a.commit(message("refused"))
+    with SessionEventLog.open(waiting, clock=ticking_clock()) as b:
+        assert b.commit(message("after the reboot"))["sequence"] == 6
+    assert [event["content"] for event in DurableTranscript(waiting).read_events()
+            if event["type"] == "message"] == [LONG, "still here", "in b", "after the reboot"]
