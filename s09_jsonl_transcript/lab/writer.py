@@ -3,10 +3,12 @@ hardened for production.
 
 `DurableWriter` is the writer half of `DurableTranscript`. Beyond the lesson it
   - detects os.fork(): a child never writes through the descriptor (and the lock) it inherited;
-  - writes the rest of a short write, so that the kernel says why (ENOSPC, EFBIG, EDQUOT);
-  - reads the end of its file from the device when it opens, never bytes only the page cache holds
-    (lab/device.py: a failed fsync on Linux leaves such bytes behind), and syncs the folder that
-    really holds a new file's name, even through a symbolic link;
+  - writes the rest of a short write but its last two bytes, so that the kernel says why (ENOSPC,
+    EFBIG, EDQUOT) and the tail stays torn;
+  - never counts bytes only the page cache holds (lab/device.py: a failed fsync on Linux leaves such
+    bytes behind): it reads the end of its file from the device when it opens, unless the last writer
+    closed it cleanly (the mark it leaves), and syncs the folder that really holds a new file's name,
+    even through a symbolic link;
   - checks, after the fsync, that the path still names the file it wrote, grown by this write alone;
   - undoes a failed write durably (truncate, then fsync) and, when that fails too, raises
     TranscriptOutcomeUnknownError naming the record that may be on disk, and appends no more;
