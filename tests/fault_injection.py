@@ -234,3 +234,72 @@ def fill(folder: Path, leave: int) -> Path:
     with open(filler, "wb") as file:
         file.write(b"x" * max(free - leave, 0))
     return filler
+
+
+# --------------------------------------------------------------------------- new names and the folders synced
+
+
+@dataclass
+class NameTracer:
+    """Records, under folder, every new folder entry (os.mkdir, os.link, os.rename, os.replace, an os.open that
+    creates its file) and every fsync of a folder, in order, while active: each new name must be followed by an
+    fsync of the folder that really holds it (its parent, symbolic links resolved)."""
+
+    folder: str
+    events: list = field(default_factory=list)  # ("name", folder that holds it, name) or ("sync", folder)
+
+    def __post_init__(self):
+        self.folder = os.path.realpath(self.folder)
+        self._real = {}
+
+    def _named(self, path) -> None:
+        real = os.path.realpath(os.fsdecode(path))
+        if real.startswith(self.folder):
+            self.events.append(("name", os.path.dirname(real), real))
+
+    def _wrap(self, name: str, *path_positions: int, only_new: bool = False):
+        real = self._real[name] = getattr(os, name)
+
+        def traced(*args, **kwargs):
+            paths = [args[position] for position in path_positions if position < len(args)]
+            existed = only_new and bool(paths) and os.path.exists(paths[0])  # a dangling link names no file yet
+            result = real(*args, **kwargs)
+            if not (only_new and existed) and (not only_new or args[1] & os.O_CREAT):
+                for path in paths:
+                    self._named(path)
+            return result
+
+        return traced
+
+    def __enter__(self):
+        wrapped = {"mkdir": self._wrap("mkdir", 0), "link": self._wrap("link", 1), "rename": self._wrap("rename", 1),
+                   "replace": self._wrap("replace", 1), "open": self._wrap("open", 0, only_new=True)}
+        real_fsync = self._real["fsync"] = os.fsync
+
+        def fsync(fd):
+            result = real_fsync(fd)
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if os.path.isdir(target):
+                self.events.append(("sync", os.path.realpath(target)))
+            return result
+
+        for name, function in {**wrapped, "fsync": fsync}.items():
+            setattr(os, name, function)
+        return self
+
+    def __exit__(self, *exc_info):
+        for name, real in self._real.items():
+            setattr(os, name, real)
+        return False
+
+    def unsynced(self, *, temporary=(".fork-", ".migrate-")) -> list[str]:
+        """The new names (outside temporary staging folders, and still there) no later fsync of their folder covers."""
+        missing = []
+        for index, event in enumerate(self.events):
+            if event[0] != "name" or any(part.startswith(temporary) for part in event[2].split(os.sep)):
+                continue
+            if not os.path.lexists(event[2]):
+                continue
+            if ("sync", event[1]) not in self.events[index + 1:]:
+                missing.append(event[2])
+        return missing

@@ -79,7 +79,11 @@ def counted_reads(module):
 
 
 class ReadsEverything(DurableTranscript):
-    """A DurableTranscript whose tail reads read the whole file: what every read-cost test must refuse."""
+    """A DurableTranscript whose tail reads, the writer's included, read the whole file: what every
+    read-cost test must refuse."""
+
+    def read_for_writer(self, fd: int, *, from_device: bool = True):
+        return self.read_recent(1)
 
     def read_recent(self, count: int, *, before: int | None = None):
         scanned = self.scan()

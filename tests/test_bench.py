@@ -530,3 +530,30 @@ def test_the_command_refuses_to_fill_a_disk_it_does_not_fit_on(tmp_path, monkeyp
     assert bench.main(["--quick", "--dir", str(tmp_path), "--json", str(tmp_path / "b.json")]) == 2
     assert "needs about" in capsys.readouterr().err
     assert not (tmp_path / "b.json").exists()
+
+
+# --------------------------------------------------------------------------- the paired open and append bench
+
+
+@pytest.mark.parametrize("values, verdict", [([0.9, 0.95, 1.0, 0.97, 0.92, 0.99, 0.94], "within"),
+                                             ([1.2, 1.3, 1.25, 1.22, 1.4, 1.21, 1.3], "over"),
+                                             ([0.9, 1.3, 1.0, 1.2, 0.95, 1.15, 1.05], "undecided")])
+def test_the_paired_bench_decides_only_when_the_interval_lies_on_one_side(values, verdict):
+    from s09_jsonl_transcript.bench.versus_writes import OPEN_BOUND, Verdict
+
+    judged = Verdict("open", values, OPEN_BOUND, "x")
+    assert judged.verdict() == verdict and judged.line().endswith(f"{verdict} 1.10x")
+
+
+def test_the_paired_bench_runs_against_a_commit_and_reports_each_side(tmp_path, capsys):
+    """Against HEAD (the last commit, loaded by git archive): three verdicts, the raw medians, the load."""
+    from s09_jsonl_transcript.bench import versus_writes
+
+    status = versus_writes.main(["HEAD", "--rounds", "3", "--opens", "2", "--appends", "1", "--events", "300",
+                                 "--dir", str(tmp_path)])
+    report = capsys.readouterr().out
+    assert status in (0, 1) and "against HEAD" in report and "load average before" in report
+    for name in ("a writer's open, this / REV", "an append, CPU (fsync simulated), this - REV",
+                 "an append, fsync, this - REV", "a writer's open after a crash", "open, this, after a crash"):
+        assert name in report
+    assert list(tmp_path.iterdir()) == []  # its temporary files are gone

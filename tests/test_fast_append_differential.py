@@ -309,7 +309,8 @@ def test_the_appends_reopen_the_writer_only_when_it_may_be_closed(tmp_path, monk
     (tests/test_lab_promises.py forks)."""
     opened = []
     real = DurableTranscript.read_for_writer
-    monkeypatch.setattr(DurableTranscript, "read_for_writer", lambda self: opened.append(1) or real(self))
+    monkeypatch.setattr(DurableTranscript, "read_for_writer",
+                        lambda self, fd, **how: opened.append(1) or real(self, fd, **how))
     file_io = FailsOnce()
     transcript = DurableTranscript(tmp_path / "s.jsonl", file_io=file_io)
     for _ in range(3):

@@ -369,3 +369,51 @@ def test_a_batch_whose_undo_fails_names_its_last_event(tmp_path, plan):
     assert raised.value.event_id == "transcript:s:4"  # the batch is on disk only if its last record is
     events = DurableTranscript(path).read_events()
     assert [event["content"] for event in events] in (["one"], ["one", "b1", "b2", "b3"])
+
+
+# --------------------------------------------------------------------------- a short write stays torn
+
+
+class ShortThenUndoFails(OsFileIO):
+    """The append's write stops after `cut` bytes; the writer's second write (to hear why) succeeds; the
+    truncate that would undo it fails. What is left is whatever those two writes made."""
+
+    def __init__(self, cut: int):
+        self.cut, self.writes = cut, 0
+
+    def write(self, fd, data):
+        self.writes += 1
+        if self.writes == 1:
+            return super().write(fd, data[: self.cut])
+        return super().write(fd, data)
+
+    def truncate(self, fd, length):
+        raise OSError(errno.EIO, "injected: the undo fails")
+
+
+def test_a_short_write_at_every_cut_point_never_becomes_a_record_readers_count(tmp_path):
+    """A line of 1- to 4-byte characters cut after each of its bytes: the second write leaves out the record's
+    last two bytes, so the tail stays torn and no reader counts it, durable_commit included. Only a cut that
+    left out nothing but the newline leaves a whole record, which the kernel wrote: then it is committed."""
+    text = "aé漢😀" * 12
+    probe = tmp_path / "probe" / "s.jsonl"
+    with DurableTranscript(probe, clock=ticking_clock()) as writer:
+        writer.append(message("one"))
+        writer.append(message(text))
+    line = probe.read_bytes().split(b"\n")[1]  # the record the writers below try, without its newline
+    cuts = range(1, len(line) + 1)  # the record's bytes with its newline: len(line) + 1, cut after 1 .. all but one
+    counted = []
+    for cut in cuts:
+        path = tmp_path / f"cut{cut}" / "s.jsonl"
+        with DurableTranscript(path, clock=ticking_clock()) as writer:
+            writer.append(message("one"))
+        writer = DurableTranscript(path, clock=ticking_clock(), file_io=ShortThenUndoFails(cut))
+        with pytest.raises(TranscriptOutcomeUnknownError):
+            writer.append(message(text))
+        writer.close()
+        assert [event["content"] for event in DurableTranscript(path).read_events()][0] == "one"
+        found = DurableTranscript(path, clock=ticking_clock()).durable_commit("transcript:s:2")
+        if found is not None:
+            counted.append(cut)
+            assert found[0]["content"] == text
+    assert counted == [len(line)] and len(cuts) > 200  # only the cut that left out nothing but the newline

@@ -363,7 +363,10 @@ def test_migration_verifies_harness_b_and_marks_harness_a_migrated(tmp_path):
     a.start_turn()
     b = a.migrate_to(tmp_path / "harness-b")
     assert b.status() == turns.session_status(DurableTranscript(b.transcript.path).read_events())
-    assert b.status().open_turn == 2 and b.last_sequence == a.last_sequence - 1
+    assert b.status().open_turn == 2
+    moved = [event["type"] for event in DurableTranscript(b.transcript.path).read_events()[a.last_sequence - 1:]]
+    assert moved == [turns.TYPE_MIGRATING, turns.TYPE_ARRIVED]  # B waited for A's marker, then arrived
+    assert b.last_sequence == a.last_sequence + 1  # A ends with its marker at the sequence B waited at
     with pytest.raises(live.SessionMigratedError):
         a.commit(message(99))
     with pytest.raises(live.SessionMigratedError):

@@ -259,7 +259,10 @@ def migration_transport(tmp):
     a = SessionEventLog.for_session("s", tmp / "a")
     a.commit({"type": "message", "role": "user", "content": "x"})
     b = a.migrate_to(tmp / "b")
-    assert b.transcript.path.read_bytes() == (tmp / "a" / "s.jsonl").read_bytes().rsplit(b"\n", 2)[0] + b"\n"
+    payload = (tmp / "a" / "s.jsonl").read_bytes().rsplit(b"\n", 2)[0] + b"\n"  # A's file without its marker
+    copied = b.transcript.path.read_bytes()
+    assert copied.startswith(payload)  # byte for byte, then B's session_migrating and session_arrived
+    assert [event["type"] for event in events_of(b)[-2:]] == [turns.TYPE_MIGRATING, turns.TYPE_ARRIVED]
 
 
 def debug_replay(tmp):

@@ -2,7 +2,9 @@
 
     transcript.py   DurableTranscript: group commit, the hash chain, size limits, block reads from the end
     writer.py       the hardened write path: fork detection, short writes, the path check after fsync,
-                    the undo and TranscriptOutcomeUnknownError
+                    the undo, TranscriptOutcomeUnknownError and durable_commit
+    device.py       what the device holds, not the page cache: the clean close's mark, and reads that
+                    write back and drop the cache first (a failed fsync leaves bytes only the cache has)
     checks.py       the lab's input checks: events (precise refusals), paths, session names
     fast.py         the fast paths: a decoder loop for recover (msgspec or the standard library's JSON)
                     and the encoders of plain events, each held equal to the lesson by differential tests
@@ -34,6 +36,7 @@ from .writer import (
     TranscriptIOError,
     TranscriptOutcomeUnknownError,
     as_io_error,
+    holding_folder,
     make_folders,
     regular,
 )
@@ -42,5 +45,6 @@ __all__ = [
     "BATCH_END_FIELD", "BLOCK", "CHAIN_FIELD", "INT_LIMIT", "MAX_NESTING", "MAX_RECORD_BYTES", "NOT_JSON",
     "RESERVED_FIELDS", "DurableTranscript", "DurableWriter", "OsFileIO", "ScanResult", "SessionExistsError",
     "TranscriptIOError", "TranscriptOutcomeUnknownError", "as_io_error", "chain_problem", "checked_event",
-    "checked_names", "checked_path", "json_copy", "make_folders", "parse_line", "regular", "seal",
+    "checked_names", "checked_path", "holding_folder", "json_copy", "make_folders", "parse_line", "regular",
+    "seal",
 ]

@@ -25,6 +25,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import timezone
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -48,6 +49,7 @@ from ..code import (
     window_of,
 )
 from .checks import checked_event, checked_names, checked_path
+from .device import DeviceReader, page_floor
 from .fast import encode_lines, encode_record, fast_recover, plain_payload, utc_now, utc_stamp
 from .writer import DurableWriter, TranscriptIOError, regular
 
@@ -55,6 +57,8 @@ BATCH_END_FIELD = "batch_end"  # on each record of a batch: the sequence of the 
 CHAIN_FIELD = "chain"  # integrity mode only: sha256 of (previous line, this line), always the last field
 RESERVED_FIELDS = frozenset(ENVELOPE_FIELDS) | {BATCH_END_FIELD}  # the envelope, and batch_end on a batch's records
 BLOCK = 64 * 1024  # how much a reader reads at a time, from either end of the file
+WRITER_TAIL = 1024  # a writer's first read of the end: the page that holds the file's last this many bytes to its
+# end, one page most often, so one small read from the device; most records are shorter (each next read is larger)
 NOT_JSON = object()  # parse_line's answer for bytes that are not one JSON document
 
 
@@ -253,10 +257,20 @@ class DurableTranscript(DurableWriter):
             raise TranscriptValidationError(f"record is {len(line) + 1} bytes; the limit is {self.max_record_bytes}")
         return line
 
-    def read_for_writer(self) -> ScanResult:
-        """Only the tail: the next sequence and the chain anchor. A sealed file stays sealed: a writer
-        opened without integrity follows it."""
-        tail = self.read_recent(1)
+    def read_for_writer(self, fd: int, *, from_device: bool = True) -> ScanResult:
+        """Only the tail, read through the writer's descriptor fd, from the device unless from_device is
+        False (lab/device.py): the next sequence and the chain anchor. A sealed file stays sealed: a
+        writer opened without integrity follows it."""
+        size = os.fstat(fd).st_size
+        with open(fd, "rb", closefd=False) as file:  # through open(): the read-cost tests count it
+            reader = DeviceReader(fd, partial(_read_at, file), from_device=from_device)
+            try:
+                first_step = size - page_floor(max(size - WRITER_TAIL, 0))
+                tail = self._tail_of(reader.read, size, 1, None, first_step=first_step)
+            except TranscriptCorruptionError:  # the full read names the line: the whole file, from the device
+                reader.read(0, 0)
+                file.seek(0)
+                tail = _fold_lines(self._lines_of(file), _RecordChecker(self), ScanResult())
         if tail.chained:
             self.integrity = True
         self._last_line = tail.last_line
@@ -384,25 +398,31 @@ class DurableTranscript(DurableWriter):
             yield number + 1, offset, pending, False
 
     def _read_tail(self, count: int, before: int | None = None) -> ScanResult:
-        limit = self.max_record_bytes
         try:
             file = open(regular(self.path), "rb")
         except FileNotFoundError:
             return ScanResult()
         with file:
-            start = file.seek(0, os.SEEK_END) if before is None else before
-            blocks, newlines, longest = [], 0, 0
-            while start > 0 and newlines <= count:  # one newline more than lines: the boundary before them
-                step = min(BLOCK, start)
-                start -= step
-                file.seek(start)
-                block = file.read(step)
-                blocks.append(block)
-                newlines += block.count(b"\n")
-                # bytes in front of the first newline seen so far: a line that may still grow
-                longest = longest + step if b"\n" not in block else block.find(b"\n")
-                if longest > limit:
-                    raise TranscriptCorruptionError(self.path, None, start, "record longer than the limit")
+            return self._tail_of(partial(_read_at, file), file.seek(0, os.SEEK_END), count, before)
+
+    def _tail_of(self, read: Callable[[int, int], bytes], size: int, count: int, before: int | None,
+                 first_step: int = BLOCK) -> ScanResult:
+        """The last count committed records in front of before (or of size, the end), read by read(start, length)
+        from the end in blocks: the first of first_step bytes, each next one larger, up to BLOCK."""
+        limit = self.max_record_bytes
+        start = size if before is None else before
+        blocks, newlines, longest, next_step = [], 0, 0, first_step
+        while start > 0 and newlines <= count:  # one newline more than lines: the boundary before them
+            step = min(next_step, start)
+            next_step = min(next_step * 8, BLOCK)
+            start -= step
+            block = read(start, step)
+            blocks.append(block)
+            newlines += block.count(b"\n")
+            # bytes in front of the first newline seen so far: a line that may still grow
+            longest = longest + step if b"\n" not in block else block.find(b"\n")
+            if longest > limit:
+                raise TranscriptCorruptionError(self.path, None, start, "record longer than the limit")
         data = b"".join(reversed(blocks))
         if start > 0:  # drop the cut-off line in front of the first whole one
             cut = data.index(b"\n") + 1
@@ -424,6 +444,12 @@ class DurableTranscript(DurableWriter):
         if result.unfinished_batch and not checker_from_start:  # the batch may begin before what was read
             raise TranscriptCorruptionError(self.path, None, result.partial_tail_offset, "unfinished batch")
         return result
+
+
+def _read_at(file, start: int, length: int) -> bytes:
+    """length bytes of file from start (fewer at its end)."""
+    file.seek(start)
+    return file.read(length)
 
 
 def _state(window, folded: dict, scanned: ScanResult) -> ReplayState:

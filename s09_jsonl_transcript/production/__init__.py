@@ -14,7 +14,9 @@ Where things live, one idea per module:
     subscription.py         a subscriber's queue, its replay and resync from the file, and subscribe
     turn_api.py             the session's steps as validated commits (start_turn, end_turn, rewind, ...)
     watchdog.py             the timeout watchdog and check_timeouts, its one round
-    fork_migrate_delete.py  fork, migrate_to and delete_validated: acting on the whole file
+    fork_migrate_delete.py  fork and delete_validated, acting on the whole file, and the staging and
+                            exclusive naming a fork and a migration share
+    migration.py            migrate_to: exactly one copy takes commits at every point; a waiting copy's arrival
     archive.py              archive_expired: moving expired sessions into <project>/archive/
     turns.py                the turn markers and commands, the state machine (SessionFold), the audit
     departures.py           reads the departures table (design prose) from docs/production.md
@@ -25,7 +27,7 @@ How SessionEventLog is split: it is one object with one lock discipline (transcr
 fan-out lock) and one state (the fold, the last sequence, where the file ends), and its methods are
 the design's API, so it stays one class. Its methods are grouped by idea into mixins, one per module
 (ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin, WatchdogMixin, ForkMigrateDeleteMixin,
-ArchiveMixin), which log.py combines with the commit core. A mixin has no state of its own: it uses
+MigrationMixin, ArchiveMixin), which log.py combines with the commit core. A mixin has no state of its own: it uses
 the core's attributes, which each mixin's docstring names, and the core's private steps (_fresh,
 _append, _publish, _readable). The objects a log hands out do not reach back into it: a Stream is
 given a publish and a commit function, and a Subscription a paging function and an unregister

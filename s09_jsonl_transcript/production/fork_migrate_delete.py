@@ -1,9 +1,11 @@
-"""Acting on a session's whole file: fork it, migrate it to another harness, delete it when a check holds.
+"""Acting on a session's whole file: fork it, delete it when a check holds, and the staging a fork and a
+migration (migration.py) share.
 
 A fork or a migration writes its new file whole in a hidden staging folder (.fork-<pid>-...,
-.migrate-<pid>-...) and only then gives it its name, exclusively: no reader ever sees one in part,
-and a racing fork or migration loses. clean_staging removes the folders that a killed process
-left behind. Fork and rewind cut only between commits (a batch is one commit, seed 003).
+.migrate-<pid>-...) and only then gives it its name, exclusively, and syncs the folder that holds
+the name: no reader ever sees one in part, and a racing fork or migration loses. clean_staging
+removes the folders that a killed process left behind. Fork and rewind cut only between commits (a
+batch is one commit, seed 003).
 """
 
 from __future__ import annotations
@@ -11,15 +13,17 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Self
 
-from ..lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO, make_folders, regular
+from ..code import TranscriptCorruptionError
+from ..lab import BATCH_END_FIELD, CHAIN_FIELD, DurableTranscript, OsFileIO, as_io_error, holding_folder
 from .cursors import ends_a_commit
-from .errors import CommitRefused, LiveInputError, MigrationError, SessionMigratedError
+from .errors import CommitRefused, LiveInputError
 from .inputs import check_callable, check_folder, check_session_id
 from .state import LiveState
-from .turns import TYPE_FORKED, TYPE_MIGRATED, shown
+from .turns import TYPE_ARRIVED, TYPE_FORKED, TYPE_MIGRATING, shown
 
 STAGING_PREFIXES = (".fork-", ".migrate-")  # hidden folders fork and migrate_to write in: .fork-<pid>-...
 _ENVELOPE = frozenset({"schema_version", "sequence", "recorded_at", "session_id", "event_id", BATCH_END_FIELD,
@@ -37,7 +41,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _staging_folder(prefix: str, folder: Path) -> Path:
+def staging_folder(prefix: str, folder: Path) -> Path:
     """A hidden folder for a file written whole before it gets its name: <prefix><pid>-<random>."""
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=folder))
 
@@ -60,26 +64,67 @@ def clean_staging(project_path) -> list[str]:
     return removed
 
 
-def _payload(record: dict) -> dict:
+def payload_of(record: dict) -> dict:
     """A record without its envelope and chain: what was given to append."""
     return {key: value for key, value in record.items() if key not in _ENVELOPE}
 
 
-def _publish_exclusively(complete: Path, target: Path) -> None:
-    """Give the complete, synced file `complete` the name `target`, only if no such name exists.
+def publish_exclusively(complete: Path, target: Path) -> None:
+    """Give the complete, synced file `complete` the name `target`, only if no such name exists, and
+    make the name durable: the folder that holds it is fsynced.
 
     os.link fails with FileExistsError when target exists: the file appears under its name
     whole or not at all (the design's createExclusive), and a racing fork or migration loses.
+    When the folder's fsync fails, the name is taken back before the error is raised (as the
+    lab's TranscriptIOError); a name that stays is one its caller's retry recognises as its own.
     """
     os.link(complete, target)
-    OsFileIO().fsync_dir(target.parent)
+    try:
+        OsFileIO().fsync_dir(holding_folder(target))
+    except OSError as error:
+        take_back(target)
+        raise as_io_error(error, "sync the folder of a new name", target) from None
+
+
+@contextmanager
+def in_library_words(step: str, path: Path):
+    """Inside, a failed file call (an OSError but FileExistsError) is raised as the lab's TranscriptIOError
+    naming the step and the path."""
+    try:
+        yield
+    except FileExistsError:
+        raise
+    except OSError as error:
+        raise as_io_error(error, step, path) from None
+
+
+def take_back(name: Path) -> bool:
+    """Remove a name just made and sync its folder; False when that fails too (the name may stay)."""
+    try:
+        os.unlink(name)
+        OsFileIO().fsync_dir(holding_folder(name))
+    except OSError:
+        return False
+    return True
+
+
+def waiting_state(events: list) -> str | None:
+    """The source a session waits for after these events (a session_migrating record without its
+    session_arrived), or None: a fork or a rewind never cuts there."""
+    waiting = None
+    for event in events:
+        if event["type"] == TYPE_MIGRATING:
+            waiting = event.get("from", "another harness")
+        elif event["type"] == TYPE_ARRIVED:
+            waiting = None
+    return waiting
 
 
 class ForkMigrateDeleteMixin:
-    """SessionEventLog's whole-file operations: delete_validated, fork and migrate_to.
+    """SessionEventLog's whole-file operations: delete_validated and fork (migrate_to: migration.py).
 
     Each checks the state under transcript.lock with the writer held (_fresh), as a validated commit
-    does; migrate_to writes its session_migrated record through _append, the one writer of it.
+    does. fork notes in the core's _forks_named the names it made and has not yet returned.
     """
 
     def delete_validated(self, predicate: Callable[[LiveState], bool]) -> bool:
@@ -105,16 +150,21 @@ class ForkMigrateDeleteMixin:
 
         The new transcript is written whole in a hidden temporary folder (its events, then a
         session_forked event naming the source, as one batch: one write, one fsync) and only then
-        given its name, exclusively (FileExistsError if the session exists): no reader ever sees
-        a fork in part. Sequences and payloads are the source's; the envelope (session id, event
-        id, recorded_at) is the new session's. Returns the new session's shared log.
+        given its name, exclusively (FileExistsError if another session has it), and the name
+        synced in its folder: no reader ever sees a fork in part. Sequences and payloads are the
+        source's; the envelope (session id, event id, recorded_at) is the new session's. Returns the
+        new session's shared log.
 
-        A fork cuts at a commit boundary only (seed 003: a batch is one commit): upto_sequence
-        inside a batch is refused (CommitRefused). Staging folders that killed forks left behind
-        are removed first (clean_staging).
+        All or nothing: a fork that fails leaves no name, or (when taking the name back failed too, or
+        the new log could not be opened) one that the same call on this log recognises as its own
+        (noted in _forks_named, and holding this session's events 1..upto and the same
+        session_forked record) and completes; any other existing name is FileExistsError. A fork cuts
+        at a commit boundary only (seed 003: a batch is one commit): upto_sequence inside a batch, or
+        where the session waited for a migration's source, is refused (CommitRefused). Staging
+        folders that killed forks left behind are removed first (clean_staging).
         """
         target = self.transcript.path.parent / f"{check_session_id(new_session_id)}.jsonl"
-        with self.transcript.lock:
+        with in_library_words("fork", target), self.transcript.lock:
             self._fresh()
             upto = self._last_sequence if upto_sequence is None else upto_sequence
             if not isinstance(upto, int) or isinstance(upto, bool) or not 0 <= upto <= self._last_sequence:
@@ -124,58 +174,48 @@ class ForkMigrateDeleteMixin:
             if events and not ends_a_commit(events[-1]):
                 raise CommitRefused(f"event {upto} is inside a batch (it ends at {events[-1][BATCH_END_FIELD]}): "
                                     f"a fork cuts only between commits")
-        if target.exists():
-            raise FileExistsError(f"session {new_session_id} exists: a fork never overwrites")
+            if waiting_state(events) is not None:
+                raise CommitRefused(f"at event {upto} the session waited for its migration's source: a fork "
+                                    f"cuts after its session_arrived")
+        payloads = [*(payload_of(event) for event in events),
+                    {"type": TYPE_FORKED, "from_session": self.session_id, "upto_sequence": upto}]
+        with in_library_words("fork", target):
+            if os.path.lexists(target):
+                if self._forks_named.get(target) != payloads or not _holds(target, payloads):
+                    raise FileExistsError(f"session {new_session_id} exists: a fork never overwrites")
+                OsFileIO().fsync_dir(holding_folder(target))  # this fork's earlier try: its name made durable
+            else:
+                self._write_fork(target, payloads)
+            forked = type(self).for_session(new_session_id, target.parent, limits=self.limits, clock=self.clock,
+                                            integrity=self.transcript.integrity)
+        self._forks_named.pop(target, None)
+        return forked
+
+    def _write_fork(self, target: Path, payloads: list) -> None:
+        """Write the fork whole in a staging folder, then give it its name (see publish_exclusively). Once
+        the name is this fork's, it is noted in _forks_named until fork returns: a retry recognises it."""
         clean_staging(target.parent)
-        marker = {"type": TYPE_FORKED, "from_session": self.session_id, "upto_sequence": upto}
-        scratch = _staging_folder(".fork-", target.parent)
+        scratch = staging_folder(".fork-", target.parent)
         try:
             staged = DurableTranscript.create(scratch / target.name, clock=self.clock,
                                               integrity=self.transcript.integrity)
             with staged:
-                staged.append_batch([*(_payload(event) for event in events), marker])
-            _publish_exclusively(staged.path, target)
+                staged.append_batch(payloads)
+            try:
+                publish_exclusively(staged.path, target)
+            except OSError:
+                if os.path.lexists(target) and os.path.samefile(target, staged.path):
+                    self._forks_named[target] = payloads  # the name stayed: this fork's retry completes it
+                raise
+            self._forks_named[target] = payloads
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        return type(self).for_session(new_session_id, target.parent, limits=self.limits, clock=self.clock,
-                                      integrity=self.transcript.integrity)
 
-    def migrate_to(self, target_folder) -> Self:
-        """Move the session to another harness's folder (seed 002's migration flow); returns harness B's log.
 
-        1. the whole JSONL is the payload: copied byte for byte, created exclusively and whole;
-        2. B loads and replays it; 3. B's state and materialized events are checked equal to this
-        log's (else B's copy is deleted and MigrationError raised); 4. this copy is marked
-        migrated (a session_migrated event): from then on it refuses every commit
-        (SessionMigratedError), after a restart too; 5. B takes every later commit.
-        """
-        folder = check_folder("target_folder", target_folder)
-        make_folders(folder)  # each new folder's name made durable in its parent
-        clean_staging(folder)
-        target = folder / self.transcript.path.name
-        with self.transcript.lock:
-            self._fresh()
-            if self._fold.migrated_to is not None:
-                raise SessionMigratedError(f"session {self.session_id} already migrated to {self._fold.migrated_to}")
-            with open(regular(self.transcript.path), "rb") as source:
-                payload = source.read(self._end)
-            scratch = _staging_folder(".migrate-", folder)
-            try:
-                staged = scratch / target.name
-                with open(staged, "wb") as file:
-                    file.write(payload)
-                    file.flush()
-                    os.fsync(file.fileno())
-                _publish_exclusively(staged, target)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
-            harness_b = type(self).for_session(self.session_id, folder, limits=self.limits, clock=self.clock,
-                                               integrity=self.transcript.integrity)
-            same = (harness_b.status() == self._fold.status()
-                    and [_payload(e) for e in harness_b.materialized()] == [_payload(e) for e in self.materialized()])
-            if not same:
-                harness_b.delete_validated(lambda state: True)
-                raise MigrationError(f"the copy in {folder} does not replay to this session's state")
-            self._append([{"type": TYPE_MIGRATED, "to": str(target)}])  # the one writer of this control record
-        self.stop_watchdog()
-        return harness_b
+def _holds(path: Path, payloads: list) -> bool:
+    """True when the transcript at path holds exactly these payloads (a fork's, recognised by its retry)."""
+    try:
+        events = DurableTranscript(path).read_events()
+    except (OSError, TranscriptCorruptionError):
+        return False
+    return [payload_of(event) for event in events] == payloads

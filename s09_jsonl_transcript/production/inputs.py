@@ -14,11 +14,11 @@ from ..code import TranscriptValidationError
 from ..lab import INT_LIMIT, checked_path
 from .errors import LiveInputError
 from .timeouts import Limits
-from .turns import TYPE_FORKED, TYPE_MIGRATED, TYPE_PART_START, TYPE_REWIND, shown
+from .turns import TYPE_ARRIVED, TYPE_FORKED, TYPE_MIGRATED, TYPE_MIGRATING, TYPE_PART_START, TYPE_REWIND, shown
 
 PATH_MAX = 4096  # bytes in a whole path (Linux): a longer one fails with ENAMETOOLONG
 # Records only the log's own helpers write: rewind, migrate_to, fork, open_stream. A plain commit refuses them.
-CONTROL_TYPES = frozenset({TYPE_REWIND, TYPE_MIGRATED, TYPE_FORKED, TYPE_PART_START})
+CONTROL_TYPES = frozenset({TYPE_REWIND, TYPE_MIGRATED, TYPE_FORKED, TYPE_PART_START, TYPE_MIGRATING, TYPE_ARRIVED})
 
 
 def check_text(name: str, value, *, empty: bool = False) -> str:

@@ -48,13 +48,22 @@ from .archive import ArchiveMixin
 from .cursors import ReadingMixin, committed_end, read_range
 from .errors import CommitRefused, LiveInputError, SessionGoneError, SessionMigratedError
 from .fork_migrate_delete import ForkMigrateDeleteMixin
-from .inputs import CONTROL_TYPES, check_callable, check_event, check_folder, check_limits, check_session_id
+from .inputs import (
+    CONTROL_TYPES,
+    check_callable,
+    check_event,
+    check_folder,
+    check_limits,
+    check_session_id,
+    check_text,
+)
+from .migration import MigrationMixin
 from .state import LiveState
 from .streams import Stream, StreamsMixin
 from .subscription import SubscribingMixin, Subscription
 from .timeouts import DEFAULT_LIMITS, Limits
 from .turn_api import TurnApiMixin
-from .turns import SessionFold, SessionStatus, materialize, shown
+from .turns import TYPE_ARRIVED, SessionFold, SessionStatus, materialize, shown
 from .watchdog import WatchdogMixin
 
 
@@ -67,7 +76,7 @@ def _size(path: Path) -> int | None:
 
 
 class SessionEventLog(ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin, WatchdogMixin,
-                      ForkMigrateDeleteMixin, ArchiveMixin):
+                      ForkMigrateDeleteMixin, MigrationMixin, ArchiveMixin):
     """The live side of one session: commits, deltas, subscribers, validated commits, the state machine.
 
     It owns its transcript's writer (taken at once) and keeps, updated at each commit, the
@@ -91,8 +100,14 @@ class SessionEventLog(ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin
         self.watchdog_error: BaseException | None = None  # the last thing that stopped a watchdog round
         self._cache_key, self._closed = None, False
         self._gone = None  # why the file is no longer there: "deleted", or "archived to <path>"
+        self._forks_named = {}  # fork's target -> its payloads: named by a fork that has not returned yet
+        self._source_marked = False  # a migrated copy whose migrate_to saw its source's marker written
         with transcript.lock:
-            self._sync()
+            try:
+                self._sync()
+            except BaseException:
+                transcript.close()  # an open that failed holds no writer (its error may keep this object alive)
+                raise
 
     @classmethod
     def create(cls, path, *, limits: Limits = DEFAULT_LIMITS, **options) -> SessionEventLog:
@@ -228,6 +243,8 @@ class SessionEventLog(ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin
             self._last_sequence, self._end = committed_end(self.transcript)
             if fold.rewound:
                 self._refold()
+            if self._fold.migrated_to is not None:
+                self.transcript.close()  # a migrated copy never writes again (see _hold_writer)
         elif self._stale:
             last, end = committed_end(self.transcript)
             if last < self._last_sequence:  # fail closed: the events this log folded are not all there
@@ -244,11 +261,17 @@ class SessionEventLog(ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin
 
     def _hold_writer(self) -> None:
         """Hold the transcript's writer (under transcript.lock), or SessionGoneError if this log's file is
-        no longer at its path: a new writer would make an empty file there, which the log's state is not."""
+        no longer at its path: a new writer would make an empty file there, which the log's state is not.
+
+        A migrated copy holds none: it never writes again, and the copy it moved to must be able to take
+        the lock to read, from the device, that it was marked (migration.py)."""
         self._readable()
         if self._fold is not None and not self.transcript.path.exists():
             self._gone = "deleted or moved away by something other than this log"
             raise SessionGoneError(f"session {self.session_id} was {self._gone}")
+        if self._fold is not None and self._fold.migrated_to is not None:
+            self.transcript.close()
+            return
         self.transcript.acquire_writer()
 
     def _refold(self) -> None:
@@ -271,9 +294,13 @@ class SessionEventLog(ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin
             self._sync()
 
     def _check(self, events: list) -> None:
-        """Refuse events the state machine would report as anomalies (or any, once migrated)."""
+        """Refuse events the state machine would report as anomalies (or any, once migrated, or while this
+        copy waits for its migration's source, but its own session_arrived)."""
         if self._fold.migrated_to is not None:
             raise SessionMigratedError(f"session {self.session_id} migrated to {self._fold.migrated_to}: "
+                                       f"commit there")
+        if self._fold.migrating_from is not None and [event["type"] for event in events] != [TYPE_ARRIVED]:
+            raise SessionMigratedError(f"session {self.session_id} is still arriving from {self._fold.migrating_from}: "
                                        f"commit there")
         problems = self._fold.copy().add_all(events)
         if problems:
@@ -289,6 +316,8 @@ class SessionEventLog(ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin
         """
         if self._stale or self._gone is not None:
             self._sync()
+        if self._fold.migrating_from is not None and [event.get("type") for event in events] != [TYPE_ARRIVED]:
+            self.arrive()  # a copy that waits takes commits once its source is marked (migration.py)
         events = [checked_event(event) for event in events]  # the lesson's checks, before the fold formats them
         self._check(events)
         try:
@@ -374,6 +403,15 @@ class SessionEventLog(ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin
             if not events:
                 return []
             return self._append(events)
+
+    def durable_commit(self, event_id: str) -> list[dict] | None:
+        """After TranscriptOutcomeUnknownError, on a new log (for_session gives one): the records of the
+        commit that ends at event_id once they are on the device, or None when that commit is not in
+        the file (commit it again). Found means durable (lab: DurableTranscript.durable_commit)."""
+        check_text("event_id", event_id)
+        with self.transcript.lock:
+            self._fresh()
+            return self.transcript.durable_commit(event_id)
 
     def _state(self) -> LiveState:
         return LiveState(self._fold, self._last_sequence, self.open_parts(), self.clock())

@@ -96,9 +96,10 @@ class TurnApiMixin:
 
         Nothing on disk is changed or removed: the marker is the undo. Refused (CommitRefused)
         while a turn is open (end it first), for a sequence past the last one, for a sequence
-        inside a batch (a batch is one commit: a rewind cuts between commits), and for a point
+        inside a batch (a batch is one commit: a rewind cuts between commits), for a point
         where a turn was open (the rewind would reopen that turn, and the next timeout check
-        would expire it for good: rewind to before its turn_start or after its turn_end).
+        would expire it for good: rewind to before its turn_start or after its turn_end), and for
+        a point where a migrated copy waited for its source (migration.py).
         Returns the marker's record.
         """
         check_whole("to_sequence", to_sequence)
@@ -117,6 +118,9 @@ class TurnApiMixin:
             if reopened.open_turn is not None:
                 raise CommitRefused(f"turn {reopened.open_turn} was open at event {to_sequence}: a rewind there would "
                                     f"reopen it; rewind to before its turn_start or after its turn_end")
+            if reopened.migrating_from is not None:
+                raise CommitRefused(f"at event {to_sequence} the session waited for its migration's source: rewind "
+                                    f"to before its session_migrating or after its session_arrived")
             return rewind_event(to_sequence)
 
         return self._commit_built(build, control=True)[0]

@@ -53,7 +53,10 @@ TYPE_HANDOFF = "handoff"  # a token-budget handoff: committed (it takes a sequen
 TYPE_PERMISSION = "permission_decision"  # who allowed or denied a tool call, and why (the audit lists them)
 TYPE_MIGRATED = "session_migrated"  # this copy of the session moved to another harness: no more commits here
 TYPE_FORKED = "session_forked"  # the last event of a fork: which session and sequence it was copied from
-LIVE_TYPES = (TYPE_PART_START, TYPE_REWIND, TYPE_HANDOFF, TYPE_PERMISSION, TYPE_MIGRATED, TYPE_FORKED)
+TYPE_MIGRATING = "session_migrating"  # a migrated copy waits here: its source takes the commits until it is marked
+TYPE_ARRIVED = "session_arrived"  # the source was marked migrated here: from this event on, this copy takes them
+LIVE_TYPES = (TYPE_PART_START, TYPE_REWIND, TYPE_HANDOFF, TYPE_PERMISSION, TYPE_MIGRATED, TYPE_FORKED, TYPE_MIGRATING,
+              TYPE_ARRIVED)
 PERMISSION_DECISIONS = ("allow", "deny")
 # Every event type the kit understands: the lesson's (code.EVENT_TYPES), the turn markers and commands, the
 # live log's. A recovery plan treats any other type as an effect it cannot rule out (production.recovery_plan).
@@ -433,6 +436,8 @@ class SessionFold:
         self.open_parts = {}  # part_id -> turn: a part_start is on disk, the final part is not
         self.rewound = False  # a rewind marker was folded: refold materialize(events) instead
         self.migrated_to = None  # where a session_migrated marker says the session went
+        self.migrating_from = None  # this copy waits for its source (a session_migrating record): its path
+        self.migrating_at = None  # that record's sequence: the source's marker carries the same one
 
     def copy(self) -> SessionFold:
         """An independent copy: add events to it to see what they would do."""
@@ -469,6 +474,10 @@ class SessionFold:
             self.rewound = True  # a fold cannot undo: whoever folds materializes first (session_status does)
         elif event_type == TYPE_MIGRATED:
             self.migrated_to = event.get("to", "another harness")
+        elif event_type == TYPE_MIGRATING:
+            self.migrating_from, self.migrating_at = event.get("from", "another harness"), sequence
+        elif event_type == TYPE_ARRIVED:
+            self.migrating_from = self.migrating_at = None
         elif event_type == TYPE_PART_START:
             self._part_start(event, sequence)
         elif event_type == TYPE_FUNCTION_CALL:
