@@ -110,7 +110,7 @@ RULES = [
 
 @pytest.mark.parametrize("exercise, rule, check, wrong", RULES, ids=[f"{rule[0]}-{rule[3]}" for rule in RULES])
 def test_a_rule_has_a_check_that_its_wrong_answer_loses(exercise, rule, check, wrong):
-    assert check in {entry.name for entry in SOURCES[exercise].checks}
+    assert check in {entry.id for entry in SOURCES[exercise].checks}
     name = f"{exercise}_{wrong}"
     assert name in WRONG, f"no wrong answer {name}"
     assert check in WRONG[name].loses, f"{name} does not lose {check}"
