@@ -1,6 +1,6 @@
-"""s09 JSONL transcript: evidence is append-only, runtime state is rebuilt. The five chapters
-assembled in their order (no name is used above its definition), then the class and the demo.
-Standard library only; POSIX. Run the demo: python s09_jsonl_transcript/code.py [--lang zh]"""
+"""s09 JSONL transcript: evidence is append-only, runtime state is rebuilt. The five chapters'
+code in their order (no name is used above its definition), then the course's class and the demo.
+Standard library only; POSIX. The demo: python s09_jsonl_transcript/code.py [--lang zh]"""
 
 import argparse
 import copy
@@ -37,19 +37,14 @@ MEMORY_ELIGIBLE_EVENT_TYPES = frozenset({TYPE_MESSAGE, TYPE_FILE_SNAPSHOT})
 TRANSCRIPT_SOURCE_TYPE = "transcript"
 ENVELOPE_FIELDS = frozenset({"schema_version", "sequence", "event_id", "session_id", "recorded_at"})
 FIELDS_APPEND_WRITES = ENVELOPE_FIELDS | {"batch_end", "chain"}  # and the lab's, which reads these
+ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))  # built once
+DECODER = json.JSONDecoder(parse_constant=int)  # NaN, Infinity: not JSON (int() refuses them)
 
-class TranscriptCorruptionError(RuntimeError):
-    """A complete line is damaged: nothing after it can be trusted, so reading stops there."""
-    def __init__(self, path, line_number, byte_offset, reason):
-        super().__init__(f"{Path(path).name}:{line_number}: {reason} (byte offset {byte_offset})")
-        self.path, self.line_number = Path(path), line_number
-        self.byte_offset, self.reason = byte_offset, reason
 class TranscriptValidationError(ValueError):
     """append refused an event: not a byte of it was written."""
+
 class TranscriptLockedError(RuntimeError):
     """Another writer holds this transcript: a session has one writer at a time."""
-class MemorySelectionError(ValueError):
-    """The memory gate refused a selection."""
 
 def ticking_clock(start=datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc), step=timedelta(seconds=1)):
     """A deterministic clock for tests and notebooks: start, start + step, start + 2 * step, ..."""
@@ -66,7 +61,6 @@ def envelope(session_id: str, sequence: int, now: datetime) -> dict:
             "event_id": event_id_for(session_id, sequence), "session_id": session_id,
             "recorded_at": now.astimezone(timezone.utc).isoformat()}
 
-ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))  # built once
 def encode(record: dict) -> bytes:
     """One record as one line of UTF-8 JSON, its newline included."""
     return ENCODER.encode(record).encode("utf-8") + b"\n"
@@ -84,14 +78,14 @@ def checked_event(event) -> dict:
     """The event as readers read it back, or TranscriptValidationError before a byte is written."""
     if not isinstance(event, dict) or type(event.get("type")) is not str or not event["type"]:
         raise TranscriptValidationError("an event must be a dict with a non-empty string 'type'")
-    if spoofed := ", ".join(sorted(FIELDS_APPEND_WRITES & set(event))):
-        raise TranscriptValidationError(f"event carries reserved envelope fields append writes "
-                                        f"itself: {spoofed}")
+    if reserved := ", ".join(sorted(FIELDS_APPEND_WRITES & set(event))):
+        raise TranscriptValidationError(
+            f"event carries reserved envelope fields append writes itself: {reserved}")
     try:  # NaN, a set, a lone surrogate, an integer of 5000 digits... and then a tuple, a key 1:
         copied = json.loads(encode(event))
     except (ValueError, TypeError, RecursionError) as error:
         raise TranscriptValidationError(f"not JSON that reads back as written: {error}") from None
-    if problem := copied != event and "it does not read back as written" or shape_problem(copied):
+    if problem := "it does not read back as written" if copied != event else shape_problem(copied):
         raise TranscriptValidationError(problem)
     return copied
 
@@ -148,7 +142,7 @@ def append_line(fd: int, line: bytes, file_io: FileIO) -> None:
         raise
 
 # ================================================= 2. the agent, killed in the middle of a line
-_BUGGY, _FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
+BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"  # calc.py
 BUG_FIX_SCRIPT = (
     {"type": TYPE_MESSAGE, "role": "user",
      "content": "test_calc.py fails: add(2, 3) returns -1. Please fix it."},
@@ -156,12 +150,12 @@ BUG_FIX_SCRIPT = (
     {"type": TYPE_REASONING, "content": "add() probably subtracts. Read calc.py before editing."},
     {"type": TYPE_FUNCTION_CALL, "callId": "call_1", "name": "read_file",
      "arguments": {"path": "calc.py"}},
-    {"type": TYPE_FUNCTION_CALL_RESULT, "callId": "call_1", "output": _BUGGY},
+    {"type": TYPE_FUNCTION_CALL_RESULT, "callId": "call_1", "output": BUGGY},
     {"type": TYPE_MESSAGE, "role": "assistant",
      "content": "add() returns a - b. I will change it to a + b."},
-    {"type": TYPE_FILE_SNAPSHOT, "files": {"calc.py": _BUGGY}},
+    {"type": TYPE_FILE_SNAPSHOT, "files": {"calc.py": BUGGY}},
     {"type": TYPE_FUNCTION_CALL, "callId": "call_2", "name": "write_file",
-     "arguments": {"path": "calc.py", "content": _FIXED}},
+     "arguments": {"path": "calc.py", "content": FIXED}},
     {"type": TYPE_FUNCTION_CALL_RESULT, "callId": "call_2", "output": "wrote 33 bytes to calc.py"},
     {"type": TYPE_FUNCTION_CALL, "callId": "call_3", "name": "run_tests", "arguments": {}},
     {"type": TYPE_FUNCTION_CALL_RESULT, "callId": "call_3", "output": "1 passed in 0.01s"},
@@ -182,22 +176,27 @@ def run_agent(transcript, llm: MockLLM) -> list[dict]:
     """The agent loop: append every event the model produces, in order; return the records."""
     return [transcript.append(event) for event in iter(llm.next_event, None)]
 
-class DiesMidWrite(FileIO):
-    """The writer's I/O calls, but a write puts half its bytes in the file and the process dies."""
-    def write(self, fd: int, data: bytes) -> int:
-        os.write(fd, data[: len(data) // 2])
-        os.kill(os.getpid(), signal.SIGKILL)  # a crash in the middle of a line
-        return 0
-
 def agent_child(transcript, llm: MockLLM, kill_after: int = 8) -> None:
     """The demo's agent (a child process): print kill_after acknowledged records, die mid-line."""
     for _ in range(kill_after):
         record = transcript.append(llm.next_event())  # acknowledged: print it, and the file's lines
-        print(json.dumps([record, transcript.count_lines()]), flush=True)
-    transcript.file_io = DiesMidWrite()
+        print(json.dumps([record, Path(transcript.path).read_bytes().count(b"\n")]), flush=True)
+    whole_write = os.write
+    def half_write(fd: int, data) -> int:  # half the line reaches the file, then the crash
+        whole_write(fd, data[: len(data) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+        return 0
+    os.write = half_write  # in this process only, which dies in its next write
     transcript.append(llm.next_event())
 
 # ================================================ 3. the reading rule, and the recovery of the end
+class TranscriptCorruptionError(RuntimeError):
+    """A complete line is damaged: nothing after it can be trusted, so reading stops there."""
+    def __init__(self, path, line_number, byte_offset, reason):
+        super().__init__(f"{Path(path).name}:{line_number}: {reason} (byte offset {byte_offset})")
+        self.path, self.line_number = Path(path), line_number
+        self.byte_offset, self.reason = byte_offset, reason
+
 def line_problem(record, sequence: int, session_id: str) -> str | None:
     """What is wrong with the record on one complete line, event sequence of session_id, or None."""
     if type(record) is not dict:
@@ -215,19 +214,18 @@ def line_problem(record, sequence: int, session_id: str) -> str | None:
         return f"bad schema_version {version!r}"
     if type(record.get("type")) is not str:
         return "record has no string 'type'"
-    return None if version > SCHEMA_VERSION else shape_problem(record)  # newer: kept, never mapped
+    return None if version > SCHEMA_VERSION else shape_problem(record)  # newer: kept, never read
 
-DECODER = json.JSONDecoder(parse_constant=int)  # NaN, Infinity: not JSON (int() refuses them)
 def read_transcript(path) -> tuple[list[dict], bool]:
     """The reading rule: the events, and whether a partial tail (an unfinished last line, not JSON)
     was left out; any other damage raises TranscriptCorruptionError naming the line and its byte."""
     path = Path(path)
     try:
-        with open(regular(path), "rb") as file:
+        with open(regular(path), "rb") as file:  # a FIFO or a device: refused, never waited on
             pieces = file.read().split(b"\n")  # on b"\n" only: splitlines splits on U+2028 too
     except FileNotFoundError:
-        return [], False
-    events, offset = list[dict](), 0
+        return [], False  # no file yet: no events
+    events, offset = list[dict](), 0  # offset: where the line being read starts
     for number, piece in enumerate(pieces, start=1):
         complete = number < len(pieces)  # a newline ends it; the last piece has none
         if not complete and not piece:  # the file ends with a newline
@@ -247,7 +245,7 @@ def read_transcript(path) -> tuple[list[dict], bool]:
 
 def recover_end(fd: int, path: Path, file_io: FileIO) -> int:
     """A new writer's first step: cut a partial tail off, or end a whole last record's line."""
-    events, partial_tail = read_transcript(path)
+    events, partial_tail = read_transcript(path)  # damage raises: nothing is written after it
     with open(regular(path), "rb") as file:  # once more: the rule's answer holds no offsets
         tail = file.read().rpartition(b"\n")[2]  # what follows the last newline
     if partial_tail:  # never acknowledged: cut it, and sync the cut
@@ -277,7 +275,7 @@ def window_of(events: list, max_items: int = SESSION_MAX_ITEMS) -> list:
         raise ValueError(f"max_items must be a whole number >= 0, not {max_items!r}")
     return events[max(len(events) - max_items, 0):]
 
-def messages_of(window) -> list[dict]:
+def messages_of(window: list) -> list[dict]:
     """The messages replay sends for a window: none of a newer schema, no result without a call."""
     known = [event for event in window if event["schema_version"] <= SCHEMA_VERSION]
     calls = {event["callId"] for event in known if event["type"] == TYPE_FUNCTION_CALL}
@@ -319,6 +317,9 @@ class ReplayState:
     unknown_schema_events: int  # records of a newer schema_version: kept as evidence, unmapped
 
 # ================================================================ 5. the memory gate
+class MemorySelectionError(ValueError):
+    """The memory gate refused a selection."""
+
 @dataclass(frozen=True)
 class TranscriptMemoryCandidate:
     """A pointer to one durable event, proposed for long-term memory. It carries no event body."""
@@ -379,7 +380,8 @@ class JSONLTranscript:
         self.file_io, self.next_sequence = FileIO(), 0  # next_sequence: known once the writer opens
         self._fd = self._closer = None  # the writer's descriptor and its finalizer, once opened
 
-    def _writer(self) -> int:  # the writer's descriptor: opened, its end recovered, on first use
+    def _writer(self) -> int:
+        """The writer's descriptor: opened, locked and its end recovered on first use."""
         if self._fd is None:
             fd = open_for_append(self.path, self.file_io)
             try:
@@ -429,7 +431,7 @@ class JSONLTranscript:
             return file.read().count(b"\n")
 
     def replay_state(self, max_items: int = SESSION_MAX_ITEMS) -> ReplayState:
-        """Section 4 on the last max_items events alone (the lab reads only the file's end)."""
+        """Section 4 on the last max_items events alone."""
         events, partial_tail = read_transcript(self.path)
         window = window_of(events, max_items)
         return ReplayState(messages_of(window), **fold(window), total_events=len(events),
@@ -452,68 +454,67 @@ class JSONLTranscript:
         return select_candidate(self, event_id, summary, reason)
 
 # ================================================================ 7. the demo's three acts
-def demo(root, ticking: bool = False, lang: str = "en") -> bool:
+def demo(root, ticking: bool = False, lang: str = "en", program=None) -> bool:
     """The three acts: an agent appends, is killed, a fresh process recovers: True if it all did."""
     def say(english: str, chinese: str, **fields):
         print((chinese if lang == "zh" else english).format(**fields))
-    path, this_file = Path(root) / "projects" / "demo" / "session-1.jsonl", Path(__file__).resolve()
+    path = Path(root) / "projects" / "demo" / "session-1.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    python = [sys.executable, str(program or Path(__file__).resolve())]  # calls main(transcript=)
     say("Part 1: the agent runs in its own process; each event is appended (write + fsync)",
         "Part 1：agent 在自己的进程里运行；每个事件追加一行（write + fsync）")
-    command = [sys.executable, str(this_file), "--agent-child", str(path)] + ["--ticking"] * ticking
-    agent = subprocess.run(command, stdout=subprocess.PIPE, text=True)  # it ends killed, mid-line
+    agent = subprocess.run(python + ["--agent-child", str(path)] + ["--ticking"] * ticking,
+                           stdout=subprocess.PIPE, text=True)  # it ends killed, mid-line
     reports = [json.loads(line) for line in agent.stdout.splitlines()]  # what it acknowledged
     for record, lines in reports:
         print(f"  {record['sequence']:>2} {record['type']:<22} jsonl line: {lines}")
     acknowledged = messages_of([record for record, _ in reports])  # the agent's messages[]
     say("  the agent holds {count} messages in memory (its messages[])\n\n"
-        "Part 2: crash: the agent is killed with SIGKILL while it writes event {number}\n"
-        "  the process is gone (exit status {status}); its messages[] went with it",
+        "Part 2: crash: the agent writes half of event {number}, then kills itself with SIGKILL\n"
+        "  its process is gone (exit status {status}), and its messages[] with it\n"
+        "  on disk: {lines} complete lines and half a record with no newline\n\n"
+        "Part 3: a fresh process (a new python) recovers the runtime state from the file",
         "  agent 的内存里有 {count} 条消息（它的 messages[]）\n\n"
-        "Part 2：崩溃：agent 正在写第 {number} 个事件时被 SIGKILL 杀死\n"
-        "  进程已经不在了（退出状态 {status}），它的 messages[] 也随之消失",
-        count=len(acknowledged), number=len(reports) + 1, status=agent.returncode)
-    say("  on disk: {lines} complete lines and half a record with no newline",
-        "  磁盘上：{lines} 个完整的行，外加半条没有换行符的记录", lines=path.read_bytes().count(b"\n"))
-    say("\nPart 3: a fresh process (a new python) recovers the runtime state from the file",
-        "\nPart 3：一个全新的进程（新启动的 python）从文件恢复运行时状态")
-    recovery = [sys.executable, str(this_file), "--recover-child", str(path)]  # a fresh process
-    state = json.loads(subprocess.run(recovery, capture_output=True, text=True, check=True).stdout)
-    say("  recovered {events} events, {messages} messages, title {title!r}",
-        "  恢复了 {events} 个事件、{messages} 条消息，标题 {title!r}",
-        events=state["total_events"], messages=state["message_count"], title=state["title"])
-    pending = [call["callId"] for call in state["pending_calls"]]
-    say("  partial tail ignored: {ignored}; tool calls still pending: {pending}",
-        "  已忽略 partial tail：{ignored}；待回应的工具调用：{pending}",
-        ignored=state["ignored_partial_tail"], pending=pending)
-    ok = state["messages"] == acknowledged
-    say("  check: recovered messages == the messages Part 1 acknowledged: {ok}",
-        "  检查：恢复出的 messages == Part 1 确认过的 messages：{ok}", ok=ok)
-    say("  the raw JSONL (the last line is the partial tail, never acknowledged):",
-        "  原始 JSONL（最后一行就是 partial tail，从未被确认）：")
+        "Part 2：崩溃：agent 写了事件 {number} 的一半，然后用 SIGKILL 杀死自己\n"
+        "  它的进程没了（退出状态 {status}），它的 messages[] 也随之消失\n"
+        "  磁盘上：{lines} 个完整的行，外加半条没有换行符的记录\n\n"
+        "Part 3：一个全新的进程（新启动的 python）从文件恢复运行时状态",
+        count=len(acknowledged), number=len(reports) + 1, status=agent.returncode,
+        lines=path.read_bytes().count(b"\n"))
+    state = json.loads(subprocess.run(python + ["--recover-child", str(path)],  # a fresh process
+                                      stdout=subprocess.PIPE, text=True, check=True).stdout)
+    same = state["messages"] == acknowledged
+    say("  recovered {events} events, {messages} messages, title {title!r}\n"
+        "  partial tail ignored: {ignored}; tool calls still pending: {pending}\n"
+        "  check: recovered messages == the messages Part 1 acknowledged: {same}\n"
+        "  the raw JSONL (the last line is the partial tail, never acknowledged):",
+        "  恢复了 {events} 个事件、{messages} 条消息，标题 {title!r}\n"
+        "  已忽略 partial tail：{ignored}；待回应的工具调用：{pending}\n"
+        "  检查：恢复出的 messages == Part 1 确认过的 messages：{same}\n"
+        "  原始 JSONL（最后一行就是 partial tail，从未被确认）：",
+        events=state["total_events"], messages=len(state["messages"]), title=state["title"],
+        ignored=state["ignored_partial_tail"], same=same,
+        pending=[call["callId"] for call in state["pending_calls"]])
     print("\n".join(f"    {line}" for line in path.read_text("utf-8", "replace").splitlines()))
-    return ok
+    return same
 
-def main(argv=None) -> int:
-    """Run the demo; its files go under --root, or into a temporary folder removed afterwards."""
+def main(argv=None, transcript=JSONLTranscript) -> int:
+    """Run the demo in a temporary folder, or one of its two processes with transcript's class."""
     parser = argparse.ArgumentParser(description="The s09 three-act crash demo.")
     locale = next(filter(None, map(os.environ.get, ("LC_ALL", "LC_MESSAGES", "LANG"))), "en")[:2]
     parser.add_argument("--lang", choices=("en", "zh"), default="zh" if locale == "zh" else "en")
-    parser.add_argument("--root", help="keep the demo's files under this folder")
     parser.add_argument("--ticking", action="store_true", help="a fixed clock, the same output")
     parser.add_argument("--agent-child", help=argparse.SUPPRESS)  # the demo's agent runs this file
     parser.add_argument("--recover-child", help=argparse.SUPPRESS)  # and so does its recovery
     args = parser.parse_args(argv)
+    clock = ticking_clock() if args.ticking else None
     if args.agent_child:  # never returns: the child dies in the middle of a line
-        clock = ticking_clock() if args.ticking else None
-        agent_child(JSONLTranscript(args.agent_child, clock=clock), MockLLM())
+        agent_child(transcript(args.agent_child, clock=clock), MockLLM())
     if args.recover_child:
-        print(json.dumps(JSONLTranscript(args.recover_child).recover()))
+        print(json.dumps(transcript(args.recover_child, clock=clock).recover()))
         return 0
-    if args.root and (Path(args.root) / "projects" / "demo" / "session-1.jsonl").exists():
-        parser.error(f"{args.root} already holds a demo session; give the demo a new --root")
     with tempfile.TemporaryDirectory(prefix="s09-demo-") as scratch:
-        return 0 if demo(args.root or scratch, ticking=args.ticking, lang=args.lang) else 1
-
+        return 0 if demo(scratch, ticking=args.ticking, lang=args.lang) else 1
 
 if __name__ == "__main__":
     sys.exit(main())

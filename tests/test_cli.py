@@ -48,7 +48,7 @@ def test_the_demo_runs_three_acts_and_cleans_up(tmp_path):
     # One story on one session: Part 1 appends 8 events, Part 2 kills that very agent, Part 3 reads its file.
     assert [line.split()[-1] for line in out.splitlines() if "jsonl line:" in line] == [str(n) for n in range(1, 9)]
     assert "the agent holds 5 messages in memory" in out
-    assert "killed with SIGKILL" in out and "exit status -9" in out
+    assert "writes half of event 9, then kills itself with SIGKILL" in out and "exit status -9" in out
     assert "on disk: 8 complete lines and half a record" in out
     assert "recovered 8 events, 5 messages" in out
     assert "check: recovered messages == the messages Part 1 acknowledged: True" in out
@@ -58,16 +58,17 @@ def test_the_demo_runs_three_acts_and_cleans_up(tmp_path):
     assert list(scratch.iterdir()) == []  # temporary files removed
 
 
-def test_the_demo_keeps_its_files_under_root(tmp_path):
-    result = run("--root", str(tmp_path / "demo-root"))
+def test_the_kit_keeps_the_demo_s_files_under_root_and_starts_over_there(tmp_path):
+    """code.py's demo runs in a temporary folder; the kit's command line keeps its files under --root."""
+    assert "--root" in kit("--help").stdout and "--root" not in run("--help").stdout
+    result = kit("--root", str(tmp_path / "demo-root"))
     assert result.returncode == 0, result.stderr
     kept = tmp_path / "demo-root" / "projects" / "demo"
     assert sorted(p.name for p in kept.iterdir()) == ["session-1.jsonl"]
     scanned = DurableTranscript(kept / "session-1.jsonl").scan()
     assert (len(scanned.events), scanned.ignored_partial_tail) == (8, True)
-    again = run("--root", str(tmp_path / "demo-root"))  # the lesson never appends a second demo to the first
-    assert again.returncode == 2 and "already holds a demo session" in again.stderr
-    assert kit("--root", str(tmp_path / "demo-root")).returncode == 0  # the kit's command line starts over
+    again = kit("--root", str(tmp_path / "demo-root"))  # a second demo never appends to the first
+    assert again.returncode == 0 and "recovered 8 events, 5 messages" in again.stdout
 
 
 def test_the_package_runs_as_a_module_too(tmp_path):

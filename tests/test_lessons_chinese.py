@@ -69,8 +69,8 @@ def chapter(name: str, cells: list) -> dict:
 
 
 CHAPTER_1 = ["language", "imports", "envelope", "encode", "transcript", "plot-growth", "panel"]
-CHAPTER_2 = ["language", "imports", "agent", "crash", "plot-crash", "crash-and-recover", "crash-panel", "writer",
-             "kill-random"]
+CHAPTER_2 = ["language", "imports", "agent", "crash", "recovery", "plot-crash", "crash-and-recover", "crash-panel",
+             "writer", "kill-random"]
 CHAPTER_3 = ["language", "imports", "file", "line-problem", "read-transcript", "read-run", "damage-functions",
              "examples", "verdict", "plot-map"]
 

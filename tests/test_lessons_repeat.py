@@ -152,7 +152,7 @@ def test_the_same_steps_write_the_same_file_whatever_came_before(stepper_panel, 
 
 @pytest.fixture
 def chapter_2(language):
-    return run_cells("02_crash_injection", ["language", "imports", "agent", "crash", "plot-crash",
+    return run_cells("02_crash_injection", ["language", "imports", "agent", "crash", "recovery", "plot-crash",
                                             "crash-and-recover", "crash-panel", "writer", "kill-random"],
                      language=language)
 

@@ -1,8 +1,9 @@
 """lessons/previous_chapters.py holds code an earlier chapter wrote, exactly as that chapter's cell wrote it.
 
-A later chapter imports envelope, encode and Transcript instead of writing them again; what it imports must be
-what the student built, word for word (comments and docstrings included), or the later chapter would teach
-something the earlier one did not. The first test fails the moment a cell and its copy drift apart.
+A later chapter imports what an earlier one wrote instead of writing it again (chapter 4 reads with chapter 3's
+read_transcript; chapter 5 joins chapters 1 to 4 with its own gate); what it imports must be what the student
+built, word for word (comments and docstrings included), or the later chapter would teach something the earlier
+one did not. The first test fails the moment a cell and its copy drift apart.
 """
 
 import ast
@@ -18,7 +19,10 @@ from s09_jsonl_transcript.lessons import previous_chapters
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks" / "en"
 # Each definition kept for a later chapter, and the chapter that wrote it.
-KEPT = {"envelope": "01_events_on_disk", "encode": "01_events_on_disk", "Transcript": "01_events_on_disk"}
+KEPT = {**dict.fromkeys(("envelope", "encode", "Transcript"), "01_events_on_disk"),
+        **dict.fromkeys(("line_problem", "read_transcript"), "03_partial_tail_vs_corruption"),
+        **dict.fromkeys(("event_to_message", "fold", "window_of", "sendable", "messages_of", "replay_state",
+                         "recover"), "04_replay_window")}
 
 
 def definitions_in_cells(notebook: Path) -> dict[str, str]:

@@ -55,11 +55,14 @@ class CrashPanel:
 
     def summary(self, name: str, acknowledged: list, data: bytes, recovered: list) -> str:
         """One sentence: what the agent acknowledged, what is on disk, what a fresh process recovered."""
-        complete, _, tail = data.rpartition(b"\n")
-        return tr("{name}: {acknowledged} acknowledged; on disk {lines} complete lines and a partial tail of "
-                  "{tail} bytes; {recovered} recovered; recovered == acknowledged: {same}", name=name,
-                  acknowledged=len(acknowledged), lines=complete.count(b"\n") + bool(complete), tail=len(tail),
-                  recovered=len(recovered), same=recovered == acknowledged)
+        tail = data.rpartition(b"\n")[2]  # what follows the last newline: the partial tail, if any
+        fields = {"name": name, "acknowledged": len(acknowledged), "lines": data.count(b"\n"),
+                  "tail": len(tail), "recovered": len(recovered), "same": recovered == acknowledged}
+        if tail:
+            return tr("{name}: {acknowledged} acknowledged; on disk {lines} complete lines and a partial tail of "
+                      "{tail} bytes; {recovered} recovered; recovered == acknowledged: {same}", **fields)
+        return tr("{name}: {acknowledged} acknowledged; on disk {lines} complete lines and no partial tail; "
+                  "{recovered} recovered; recovered == acknowledged: {same}", **fields)
 
 
 class CampaignPanel:
@@ -110,13 +113,12 @@ class CampaignPanel:
 
 def campaign_verdicts(results: list[dict]) -> str:
     """What the chapter's campaign plot shows on every run, as verdict lines (saving.verdict): no trial
-    recovered fewer events than it acknowledged (no dark bar taller than its light one), and none lost an
-    acknowledged event (no cross). How many events each trial acknowledged depends on the machine's
-    timing; these two claims do not."""
+    recovered fewer events than it acknowledged (no dot below zero), and none lost an acknowledged event
+    (no cross). How many events each trial acknowledged depends on the machine's timing; these two claims
+    do not."""
     return "\n".join([
         saving.verdict(all(result["recovered"] >= result["acknowledged"] for result in results),
-                       tr("no dark bar is taller than its light one: every trial recovered at least what it "
-                          "acknowledged")),
+                       tr("no dot below zero: every trial recovered at least what it acknowledged")),
         saving.verdict(not any(result["lost"] for result in results),
                        tr("no cross on the chart: no trial lost an acknowledged event")),
     ])

@@ -130,29 +130,30 @@ RAW_FILE = "1. A raw agent file, through the lesson's eyes"
 
 NB1_TITLE = "1. Events on disk: writing `append` from scratch"
 ACT_0 = "Act 0: the demo, one story on one session"
+SCRIPTED_EVENTS = "The events: the lesson's scripted session"
 ONE_LINE = "One event, one line"
 ENVELOPE = "The envelope: what every line promises"
-NEWER_SCHEMA = "A record written by newer code"
 APPEND = "`append`: one write, then fsync"
 WRITE_PATH = "Where an appended line lives: process, page cache, disk"
-ONE_WRITER = "One writer per session: the kit's lock"
 GROWTH = "The growth plot, drawn from the file"
-MESSAGES = "Which lines become chat messages?"
-FINAL_ONLY = "A common mistake: saving only the final answer"
-PORTABILITY = "Portability: grep, jq and cp on a transcript"
 
 MID_RECORD = "A kill in the middle of a record"
 REBUILT = "What the fresh process rebuilds, and what it creates anew"
+ONE_WRITER = "One writer per session: the kit's lock"
 THIRTY_KILLS = "From one crash to evidence: 30 kills at random moments"
 
 THE_RULE = "The rule: only a partial tail is forgiven"
 SIX_TOOLS = "Damage, one kind at a time"
 BYTE_MAP = "The bit-flip experiment: a verdict for every byte"
+PORTABILITY = "Portability: grep, jq and cp on a transcript"
 SKIPPING = "A common mistake: skipping bad lines"
 
+TO_MESSAGES = "2. From events to messages"
 FOLD = "3. The rest of the state: one fold over the events"
+NEWER_SCHEMA = "A record written by newer code"
 WINDOW = "5. The replay window: the last `max_items` events"
 WHY_1000 = "8. Why the window is 1000 events"
+FINAL_ONLY = "10. A common mistake: saving only the final answer"
 
 
 def lesson_map(language: str | None = None) -> tuple:
@@ -168,8 +169,8 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB1, ONE_LINE), _nb(NB1, ENVELOPE), _nb(NB3, THE_RULE))),
         ("本章抓住的 WorkBuddy-style 机制", tr("the mechanisms taken from WorkBuddy: every event written, state "
                                           "rebuilt by a fold, an explicit memory gate"),
-         (_nb(NB1, MESSAGES), _nb(NB2, REBUILT), _nb(NB4, FOLD), _nb(NB5, "A selection names one exact event"))),
-        ("常见误区：只保存最终回答", tr("common mistake: saving only the final answer"), (_nb(NB1, FINAL_ONLY),)),
+         (_nb(NB1, GROWTH), _nb(NB2, REBUILT), _nb(NB4, FOLD), _nb(NB5, "A selection names one exact event"))),
+        ("常见误区：只保存最终回答", tr("common mistake: saving only the final answer"), (_nb(NB4, FINAL_ONLY),)),
         ("常见误区：把大输出直接写入上下文", tr("common mistake: large tool outputs pushed back into the prompt"),
          (_nb(NB4, "9. A common mistake: a large tool output in every prompt"),)),
         ("常见误区：对任意坏行都静默跳过", tr("common mistake: silently skipping bad lines"),
@@ -178,15 +179,15 @@ def lesson_map(language: str | None = None) -> tuple:
          (_nb(NB1, ACT_0), _nb(NB2, MID_RECORD))),
         ("问题 2. 流式追加", tr("the problem: appending as events stream in"), (_nb(NB1, GROWTH),)),
         ("问题 3. 移植", tr("the problem: export and portability"),
-         (_nb(NB1, PORTABILITY), _nb(NB9, "2. Import: the lesson's types, every line accounted for"))),
-        ("问题 4. 并发", tr("the problem: concurrency"), (_nb(NB1, ONE_WRITER),)),
-        ("问题 5. Schema 迁移", tr("the problem: schema migration"), (_nb(NB1, NEWER_SCHEMA),)),
+         (_nb(NB3, PORTABILITY), _nb(NB9, "2. Import: the lesson's types, every line accounted for"))),
+        ("问题 4. 并发", tr("the problem: concurrency"), (_nb(NB2, ONE_WRITER),)),
+        ("问题 5. Schema 迁移", tr("the problem: schema migration"), (_nb(NB4, NEWER_SCHEMA),)),
         ("解决方案", tr("the solution: content in JSONL, metadata in SQLite; crash? read the file"),
          (_nb(NB1, ACT_0), _nb(NB7, "2. JSONL and SQLite: who keeps what"))),
         ("工作原理 · JSONL 文件结构", tr("how it works: file layout, one object per line"),
          (_nb(NB1, ACT_0), _nb(NB1, ONE_LINE))),
         ("工作原理 · 6 种事件类型", tr("how it works: the event types"),
-         (_nb(NB1, MESSAGES), _nb(NB4, "2. From events to messages"))),
+         (_nb(NB1, SCRIPTED_EVENTS), _nb(NB4, TO_MESSAGES))),
         ("工作原理 · 追加写入", tr("how it works: appending (O_APPEND, one write, fsync, the durable boundary)"),
          (_nb(NB1, APPEND), _nb(NB1, WRITE_PATH), _nb(NB6, "Campaign 2: a power cut, simulated byte by byte"))),
         ("工作原理 · 会话回放 (replay <= 1000)", tr("how it works: replay of the last 1000 events"),
@@ -206,14 +207,14 @@ def lesson_map(language: str | None = None) -> tuple:
         ("JSONL vs SQLite 分工", tr("JSONL vs SQLite: the division of labour"),
          (_nb(NB7, "2. JSONL and SQLite: who keeps what"),)),
         ("为什么选 JSONL · 1. 简单", tr("why JSONL: simple (a newer schema_version is appended, old lines stay)"),
-         (_nb(NB1, NEWER_SCHEMA),)),
+         (_nb(NB4, NEWER_SCHEMA),)),
         ("为什么选 JSONL · 2. 崩溃恢复", tr("why JSONL: crash recovery, measured"),
          (_nb(NB2, THIRTY_KILLS), _nb(NB6, "Campaign 1: kill writers at random moments"))),
-        ("为什么选 JSONL · 3. 可移植", tr("why JSONL: portable (jq, grep, cp)"), (_nb(NB1, PORTABILITY),)),
+        ("为什么选 JSONL · 3. 可移植", tr("why JSONL: portable (jq, grep, cp)"), (_nb(NB3, PORTABILITY),)),
         ("为什么选 JSONL · 4. 反向扫描", tr("why JSONL: reading from the end"),
          (_nb(NB4, WHY_1000), _nb(NB7, "Tail read against full read"), Place("exercises/ex04_tail_reader.ipynb"))),
         ("为什么选 JSONL · 5. 无锁竞争", tr("why JSONL: no lock contention (the kit adds one writer lock per file)"),
-         (_nb(NB1, ONE_WRITER), _nb(NB6, "Campaign 5: racing writers"))),
+         (_nb(NB2, ONE_WRITER), _nb(NB6, "Campaign 5: racing writers"))),
         ("WorkBuddy 架构对照 · 文件位置", tr("WorkBuddy comparison: where the files live"),
          (_nb(NB1, ACT_0), _nb(NB9, "9. Your own agent's transcript"))),
         ("WorkBuddy 架构对照 · 事件格式", tr("WorkBuddy comparison: the event format"),

@@ -1,14 +1,22 @@
-"""Chapter 5's instructor widget: a form that submits one event id, a summary and a reason to a gate.
+"""Chapter 5's instructor widget, and the file its last cell runs the demo from.
 
 The chapter writes the gate in its cells, `select_candidate(transcript, event_id, summary, reason)`,
 and hands it to the form, so a press runs the code the chapter wrote. The form only shows the answer:
 the candidate's fields, or the refusal in the library's words (through i18n.library_text).
+
+The chapter ends by joining the five chapters into one transcript class and running code.py's demo on it.
+The demo starts its agent and its recovery as new Pythons, which can only run code from a file:
+demo_program writes one, from the chapter's class and functions as their cells wrote them.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import html
+import inspect
+import linecache
+from pathlib import Path
 
 import ipywidgets as widgets
 
@@ -69,3 +77,33 @@ class MemoryGateForm:
     def widget(self) -> widgets.VBox:
         """The form and its result, ready to display."""
         return widgets.VBox([self.event_id, self.summary, self.reason, self.submit_button, self.result])
+
+
+# What the finale's class and gate use: code.py's names, and the earlier chapters' code.
+PROGRAM_IMPORTS = """import sys
+
+from s09_jsonl_transcript.code import (
+    MEMORY_ELIGIBLE_EVENT_TYPES, SCHEMA_VERSION, SESSION_MAX_ITEMS, MemorySelectionError, TranscriptMemoryCandidate,
+    event_id_for, main)
+from s09_jsonl_transcript.lessons.previous_chapters import Transcript, read_transcript, recover"""
+
+
+def cell_source(definition) -> str:
+    """A function's or a class's source as its notebook cell wrote it. (inspect finds a function's, but not a
+    class's: a kernel's cells are no module file; the class's methods know their cell.)"""
+    if not inspect.isclass(definition):
+        return inspect.getsource(definition).rstrip("\n")
+    method = next(member for member in vars(definition).values() if inspect.isfunction(member))
+    cell = linecache.getlines(method.__code__.co_filename)
+    node = next(node for node in ast.walk(ast.parse("".join(cell)))
+                if isinstance(node, ast.ClassDef) and node.name == definition.__name__)
+    return "".join(cell[node.lineno - 1:node.end_lineno]).rstrip("\n")  # whole lines: comments included
+
+
+def demo_program(path, transcript_class, *functions) -> Path:
+    """Write a program for code.py's demo(program=...) and return its path: the imports, the functions and the
+    class as their cells wrote them, then code.py's main with the class as the demo's transcript."""
+    parts = [PROGRAM_IMPORTS, *map(cell_source, functions), cell_source(transcript_class),
+             f"sys.exit(main(sys.argv[1:], transcript={transcript_class.__name__}))"]
+    Path(path).write_text("\n\n\n".join(parts) + "\n", encoding="utf-8")
+    return Path(path)

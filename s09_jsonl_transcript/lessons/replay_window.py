@@ -2,8 +2,9 @@
 
 The chapter writes the replay fold in its cells, ending with `fates(events, max_items)`: one
 (sequence, type, fate) row per event, the fate being "outside", "sent", "dropped" or "metadata".
-The widget takes that function, so a press runs the code the chapter wrote; it only reads the file
-afresh, checks the file did not change, and shows the rows.
+The widget takes that function, and the reader to feed it (the chapter gives its own, chapter 3's
+read_transcript), so a press runs the code the chapter wrote; it only reads the file afresh, checks the
+file did not change, and shows the rows.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
-from ..code import JSONLTranscript
+from ..code import read_transcript
 from ..text import i18n
 from .display import MAIN_CONTROL_CLASS, RESULT_CLASS, html_table
 
@@ -47,13 +48,14 @@ def fates_table(rows):
 class ReplayExplorer:
     """A max_items slider and a Replay button showing what the chapter's fates() says of each event.
 
-    Each press reads the transcript at path again (code.py's reader) and checks the file is unchanged:
-    replay only reads. `replay` is a plain method: call it directly.
+    Each press reads the transcript at path again with read(path), which returns (events, partial tail) as
+    chapter 3's read_transcript does (default: code.py's), and checks the file is unchanged: replay only
+    reads. `replay` is a plain method: call it directly.
     """
 
-    def __init__(self, path, fates, max_items: int = 5):
-        self.path, self.fates, self.presses = Path(path), fates, 0
-        total = len(JSONLTranscript(self.path).read_events())
+    def __init__(self, path, fates, max_items: int = 5, read=read_transcript):
+        self.path, self.fates, self.read, self.presses = Path(path), fates, read, 0
+        total = len(self.read(self.path)[0])
         self.max_items = widgets.IntSlider(value=min(max_items, total), min=0, max=total, description="max_items")
         self.replay_button = widgets.Button(description=tr("Replay"), button_style="primary")
         self.replay_button.add_class(MAIN_CONTROL_CLASS)
@@ -64,7 +66,7 @@ class ReplayExplorer:
     def replay(self, max_items: int) -> list:
         """Show and return fates(events, max_items) for the events in the file now."""
         before = self.path.read_bytes()
-        rows = self.fates(JSONLTranscript(self.path).read_events(), max_items)
+        rows = self.fates(self.read(self.path)[0], max_items)
         self.presses += 1
         summary = replay_summary(self.presses, max_items, rows, self.path.read_bytes() == before)
         self.result.value = summary + fates_table(rows).data
