@@ -91,6 +91,18 @@ RULES = [
     ("ex05", "only complete lines count: a torn fragment at the end is not a line", "ex05.7",
      "counts_a_torn_write_as_a_line"),
     ("ex05", "verify reports what it finds and never raises on a damaged file", "ex05.6", "decodes_before_parsing"),
+    # exercise 6: your own transcript (the capstone, crash-graded)
+    ("ex06", "append writes its line, then fsyncs it: the record is on the disk when append returns", "ex06.1",
+     "no_fsync"),
+    ("ex06", "the fsync comes after the write it makes durable", "ex06.1", "fsync_before_write"),
+    ("ex06", "writing a file's first record, append fsyncs its folder too", "ex06.1", "no_folder_fsync"),
+    ("ex06", "one os.write per event, holding its whole line", "ex06.5", "two_writes"),
+    ("ex06", "no other writer's line can land inside a record", "ex06.2", "two_writes"),
+    ("ex06", "any damage but a partial tail raises TranscriptCorruptionError", "ex06.4", "forgives_mid_file_damage"),
+    ("ex06", "a partial tail is forgiven", "ex06.3", "rejects_partial_tail"),
+    ("ex06", "recover cuts the partial tail from the file, durably", "ex06.3", "keeps_the_partial_tail"),
+    ("ex06", "the cut leaves exactly the committed records: it is made at the tail's first byte", "ex06.3",
+     "cuts_one_byte_short"),
 ]
 
 
