@@ -202,3 +202,19 @@ def test_an_answer_too_slow_to_judge_is_stopped_at_its_time_limits(tmp_path, mon
     assert "append (event 2) did not return within its time" in withheld["reason"], withheld["reason"]
     assert "went over its time limit of 15 s" in too_slow["reason"], too_slow["reason"]
     assert too_slow["seconds"] < 120
+
+
+def test_the_instructor_source_passes_strict_nbval_as_saved(tmp_path):
+    """The pristine copy, as refresh saved it, run again under strict nbval: the local crash check's text, its
+    figures' reprs and every pass line come out the same (its verdicts are seeded, its timings never printed)."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(SOURCE.path, tmp_path / NAME)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
+                           "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), "-q", str(tmp_path / NAME)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"{sum(cell.cell_type == 'code' for cell in SOURCE.notebook.cells)} passed" in done.stdout

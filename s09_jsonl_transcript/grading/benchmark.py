@@ -19,6 +19,14 @@ from pathlib import Path
 from .grader import GradingOptions, find_submissions, grade_many
 
 
+def benchmark_sources(sources: dict, exercise: str | None = None) -> list:
+    """The sources whose references a benchmark copies: exercise's alone, or every exercise but a crash-graded one."""
+    if exercise is not None:
+        return [sources[exercise]]
+    return sorted((source for source in sources.values() if source.crash_graded is None),
+                  key=lambda source: source.exercise)
+
+
 def run_benchmark(sources: dict, *, copies: int = 30, jobs: int | None = None,
                   options: GradingOptions = GradingOptions(), on_graded=None, exercise: str | None = None) -> dict:
     """Grade `copies` submissions (the instructor sources in turn, or exercise's only) as one folder; return
@@ -31,11 +39,7 @@ def run_benchmark(sources: dict, *, copies: int = 30, jobs: int | None = None,
     """
     if copies < 1:
         raise ValueError("copies must be at least 1")
-    if exercise is not None:
-        ordered = [sources[exercise]]
-    else:
-        ordered = sorted((source for source in sources.values() if source.crash_graded is None),
-                         key=lambda source: source.exercise)
+    ordered = benchmark_sources(sources, exercise)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="s09-benchmark-") as folder:
         for number in range(copies):

@@ -365,11 +365,12 @@ def _write_data(scratch: Path, data: dict) -> dict:
     """Write each data file (read-only) under scratch; return variable -> (its path relative to the run folder,
     its host path)."""
     written = {}
+    wrong = [variable for variable in data if not variable.startswith("S09_")]
+    if wrong:  # the student's kernel never inherits an S09_ variable (_start_student_unsandboxed drops them)
+        raise ValueError(f"a data file's variable must start with S09_, not {wrong[0]!r}")
     if data:
         (scratch / DATA_FOLDER).mkdir(mode=0o755)
     for variable, text in data.items():
-        if not variable.startswith("S09_"):  # the student's kernel never inherits an S09_ variable
-            raise ValueError(f"a data file's variable must start with S09_, not {variable!r}")
         relative = f"{DATA_FOLDER}/{variable.lower()}.json"
         host = scratch / relative
         host.write_text(text, encoding="utf-8")

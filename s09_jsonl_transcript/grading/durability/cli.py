@@ -4,7 +4,7 @@
                                                       [--local] [--json]
     python -m s09_jsonl_transcript.grading.durability replay ANSWER.py FINDING_ID [--seed N] [--size ...] [--local]
     python -m s09_jsonl_transcript.grading.durability bench [ANSWER.py] [--runs N]
-    python -m s09_jsonl_transcript.grading.durability calls
+    python -m s09_jsonl_transcript.grading.durability calls [--lang zh]
 
 ANSWER.py holds an answer cell's source (append and recover); a notebook (ex06's, .ipynb) may be given
 instead: its crash-graded answer cell is taken, as the grader takes it. grade exits 0 when every
@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..words import both
+from ..words import SEPARATOR, both
 from .calls import ROWS
 from .engine import FULL, LOCAL, REDUCED, grade
 from .judge import PROPERTIES
@@ -102,10 +102,23 @@ def _bench(args) -> int:
     return 0 if figures["goals_met"] else 1
 
 
+DECISIONS_ZH = {"modelled": "按模型处理", "refused": "拒绝", "no change": "无变化"}
+
+
+def calls_table(language: str = "en") -> str:
+    """The table of system calls (calls.ROWS) as Markdown: docs/grading.md holds it, docs/zh/grading.md its
+    Chinese (the calls' names as they are, what the model does and why in Chinese)."""
+    if language == "zh":
+        lines = ["| 系统调用 | 模型 | 原因 |", "| --- | --- | --- |"]
+        lines += [f"| {row.calls} | {DECISIONS_ZH[row.decision]} | {row.how.split(SEPARATOR, 1)[1]} |" for row in ROWS]
+    else:
+        lines = ["| system calls | the model | why |", "| --- | --- | --- |"]
+        lines += [f"| {row.calls} | {row.decision} | {row.how.split(SEPARATOR, 1)[0]} |" for row in ROWS]
+    return "\n".join(lines)
+
+
 def _calls(args) -> int:
-    print("| system calls | the model | why |\n| --- | --- | --- |")
-    for row in ROWS:
-        print(f"| {row.calls} | {row.decision} | {row.how} |")
+    print(calls_table(args.lang))
     return 0
 
 
@@ -135,6 +148,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--runs", type=int, default=3)
     bench.set_defaults(run=_bench)
     table = commands.add_parser("calls", help="the system calls the model follows or refuses")
+    table.add_argument("--lang", choices=("en", "zh"), default="en", help="the table's language")
     table.set_defaults(run=_calls)
     return top
 
