@@ -1,4 +1,4 @@
-"""The student notebooks in exercises/ (English) and exercises/zh/ (Chinese): the five exercises, laid out
+"""The student notebooks in exercises/ (English) and exercises/zh/ (Chinese): the exercises, laid out
 the way students and the grader need, the same in both languages but for the words of their markdown.
 
 Whether they score what they should is tested in test_grading_runs.py, through the grader.
@@ -24,15 +24,15 @@ EXERCISES = ROOT / "exercises"
 FOLDERS = {"en": EXERCISES, "zh": EXERCISES / "zh"}
 LANGUAGES = sorted(FOLDERS)
 NAMES = ["ex01_last_turn_replay.ipynb", "ex02_corruption_boundary.ipynb", "ex03_sharding.ipynb",
-         "ex04_tail_reader.ipynb", "ex05_hash_chain.ipynb"]
+         "ex04_tail_reader.ipynb", "ex05_hash_chain.ipynb", "ex06_your_own_transcript.ipynb"]
 SOURCES = load_sources(EXERCISES / "instructor")
 # What each language's notebook says where the other says it.
 WORDS = {
     "en": {"aims": "**What you will practise:**", "recap": "## Recap", "points": r"\*\*Points:\*\* (\d+) from the "
-           r"visible checks.*?, (\d+) more", "later": ("Notebook", "Exercise"),
+           r"visible checks(?:.*?, (\d+) more)?", "later": ("Notebook", "Exercise"),
            "readme": "](../README.md#exercises-and-grading)", "notebooks": "../notebooks/en/"},
-    "zh": {"aims": "**练什么：**", "recap": "## 小结", "points": r"\*\*分数：\*\* 本笔记本里的可见检查共 (\d+) 分，"
-           r"另有 (\d+) 分", "later": ("笔记本", "练习"), "readme": "](../../README.zh-CN.md#练习与自测)",
+    "zh": {"aims": "**练什么：**", "recap": "## 小结", "points": r"\*\*分数：\*\* 本笔记本里的可见检查共 (\d+) 分"
+           r"(?:，另有 (\d+) 分)?", "later": ("笔记本", "练习"), "readme": "](../../README.zh-CN.md#练习与自测)",
            "notebooks": "../../notebooks/zh/"},
 }
 LINK = re.compile(r"\]\(([^)#]+)(#[^)]*)?\)")
@@ -46,7 +46,7 @@ def role(cell) -> str | None:
     return cell.metadata.get("s09", {}).get("role")
 
 
-def test_the_five_exercises_are_there_for_students_in_both_languages_and_for_instructors():
+def test_the_exercises_are_there_for_students_in_both_languages_and_for_instructors():
     for folder in (EXERCISES, EXERCISES / "zh", EXERCISES / "instructor"):
         assert sorted(path.name for path in folder.glob("ex*.ipynb")) == NAMES
     assert sorted(path.name for path in (EXERCISES / "zh" / "text").glob("*.md")) == [
@@ -75,8 +75,8 @@ def test_a_notebook_opens_with_its_aims_and_ends_with_a_recap(name, language):
 @pytest.mark.parametrize("name", NAMES)
 def test_each_intro_states_the_points_the_checks_give(name, language):
     source = SOURCES[name[:4]]
-    visible, hidden = map(int, re.search(WORDS[language]["points"], student(name, language).cells[0].source,
-                                         re.S).groups())
+    stated = re.search(WORDS[language]["points"], student(name, language).cells[0].source, re.S)
+    visible, hidden = (int(points or 0) for points in stated.groups())
     assert visible == sum(check.points for check in source.checks if not check.hidden)
     assert hidden == sum(check.points for check in source.checks if check.hidden)
 
@@ -235,3 +235,41 @@ def test_exercise_1_builds_on_the_library():
     answers = "\n".join(cell.source for cell in nbformat.read(EXERCISES / "instructor" / NAMES[0], as_version=4).cells
                         if role(cell) == "answer")
     assert "transcript.replay(max_items=" in answers
+
+
+# --------------------------------------------------------------------------- ex06, the capstone
+
+CAPSTONE = "ex06_your_own_transcript.ipynb"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_capstones_given_cell_is_the_one_the_grader_runs(language):
+    from s09_jsonl_transcript.grading.durability import GIVEN_CELL
+
+    given = next(cell for cell in student(CAPSTONE, language).cells if cell.id == "ex06-given")
+    instructor = next(cell for cell in nbformat.read(EXERCISES / "instructor" / CAPSTONE, as_version=4).cells
+                      if cell.id == "ex06-given")
+    assert instructor.source == GIVEN_CELL.rstrip("\n")
+    assert given.source == GIVEN_CELL.rstrip("\n") if language == "en" else same_code(given.source, GIVEN_CELL)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_capstone_says_its_answer_runs_without_the_kit_and_how_it_is_crashed(language):
+    intro = student(CAPSTONE, language).cells[0].source
+    words = {"en": ("a view of the machine without `code.py`", "or the kit", "strace"),
+             "zh": ("没有 `code.py`", "也没有本教具", "strace")}[language]
+    assert all(word in intro for word in words), intro
+
+
+def test_the_capstones_crash_check_runs_after_the_answer_and_is_kept_out_of_grading():
+    cells = student(CAPSTONE).cells
+    roles = [role(cell) for cell in cells]
+    local = [index for index, found in enumerate(roles) if found == "local"]
+    assert len(local) == 2 and roles.index("answer") < local[0] < local[1] < roles.index("check")
+    assert "local_check(answer)" in cells[local[0]].source and "draw(verdict)" in cells[local[0]].source
+    assert "without_fsync(answer)" in cells[local[1]].source
+    source = SOURCES["ex06"]
+    assert source.crash_graded == "ex06-transcript"
+    assert sorted(check.property for check in source.checks) == sorted(
+        ["kept", "whole", "tail", "closed", "one-write"])
+    assert not any(check.hidden for check in source.checks)

@@ -5,17 +5,29 @@ passes every check.
 The notebook's cells run with exec, in order, the check cells as the instructor wrote them (the wrong answers
 are the kit's own test data: tests/grading_data/wrong_answers, and the branch mutants test_grading_support
 makes from the reference). The real grader grades a sample of the same answers in test_grading_runs.py and
-test_grading_branches.py, and scores them as this does.
+test_grading_branches.py, and scores them as this does. The capstone's cells run its local crash check (no
+strace), whose verdict its check cells read: its wrong answers lose here what the grader's crash campaign takes
+from them in test_grading_capstone.py.
 """
 
 import pytest
-from test_grading_support import EXERCISES, SOURCES, branch_mutants, plain_run, reference_answers, wrong_answers
+from test_grading_support import (
+    EXERCISES,
+    IN_KERNEL,
+    SOURCES,
+    branch_mutants,
+    plain_run,
+    reference_answers,
+    wrong_answers,
+)
 
 pytestmark = pytest.mark.slow
 
 SEEDS = (0, 1)
 WRONG = wrong_answers()
-MUTANTS = [(exercise, *mutant) for exercise in EXERCISES for mutant in branch_mutants(exercise)]
+# the capstone (crash-graded) has no hidden check: its checks are its crash properties, and its named wrong answers
+# stand for its rules (tests/grading_data/wrong_answers/ex06.txt)
+MUTANTS = [(exercise, *mutant) for exercise in IN_KERNEL for mutant in branch_mutants(exercise)]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -34,7 +46,7 @@ def test_every_branch_and_guard_of_a_reference_answer_is_checked_by_a_hidden_che
 
 
 def test_there_are_branch_mutants_of_every_exercise_that_has_branches():
-    assert {exercise for exercise, *_ in MUTANTS} == set(EXERCISES)
+    assert {exercise for exercise, *_ in MUTANTS} == set(IN_KERNEL)
     assert len(MUTANTS) >= 30
 
 

@@ -105,6 +105,19 @@ RULES = [
      "counts_a_torn_write_as_a_line"),
     ("ex05", "verify reports what it finds and never raises on a damaged file", "ex05-not-records",
      "decodes_before_parsing"),
+    # exercise 6: your own transcript (the capstone, crash-graded)
+    ("ex06", "append writes its line, then fsyncs it: the record is on the disk when append returns",
+     "ex06-nothing-lost", "no_fsync"),
+    ("ex06", "the fsync comes after the write it makes durable", "ex06-nothing-lost", "fsync_before_write"),
+    ("ex06", "writing a file's first record, append fsyncs its folder too", "ex06-nothing-lost", "no_folder_fsync"),
+    ("ex06", "one os.write per event, holding its whole line", "ex06-one-write", "two_writes"),
+    ("ex06", "no other writer's line can land inside a record", "ex06-records-whole", "two_writes"),
+    ("ex06", "any damage but a partial tail raises TranscriptCorruptionError", "ex06-damage-fails-closed",
+     "forgives_mid_file_damage"),
+    ("ex06", "a partial tail is forgiven", "ex06-partial-tail-cut", "rejects_partial_tail"),
+    ("ex06", "recover cuts the partial tail from the file, durably", "ex06-partial-tail-cut", "keeps_the_partial_tail"),
+    ("ex06", "the cut leaves exactly the committed records: it is made at the tail's first byte",
+     "ex06-partial-tail-cut", "cuts_one_byte_short"),
 ]
 
 

@@ -7,6 +7,9 @@ one branch or guard of a reference answer (each loses exactly the checks it lose
 Python, a hidden one among them). The tamper batch holds notebooks that try to score without solving
 anything; each must score 0 and leave the grader standing.
 
+The capstone (ex06, crash-graded) has a batch of its own, through the same grader, in
+test_grading_capstone.py: this class holds the exercises whose checks call the answers (IN_KERNEL).
+
 Every wrong answer and every branch removal is run in plain Python by test_grader_seeds.py; here the
 real grader grades two of each kind per exercise, one in English and one in Chinese, under one seed
 for the whole class, and must score them as plain Python does. Both batches hold Chinese submissions
@@ -26,7 +29,7 @@ import secrets
 import psutil
 import pytest
 from test_grading_support import (
-    EXERCISES,
+    IN_KERNEL,
     INSTRUCTOR,
     SOURCES,
     assert_same_program,
@@ -59,10 +62,10 @@ WRONG = wrong_answers()
 SEED = secrets.randbelow(10**9)  # the class run's seed: the plain runs the sample is compared with use it too
 # The sample graded here, per exercise: one wrong answer of the file in English, another in Chinese; likewise one
 # branch removal in each language. Every one of them is run in plain Python by test_grader_seeds.py.
-WRONG_SAMPLE = [(wrong, language) for exercise in EXERCISES
+WRONG_SAMPLE = [(wrong, language) for exercise in IN_KERNEL
                 for wrong, language in zip([wrong for wrong in WRONG if wrong.exercise == exercise][::3][:2],
                                            ("en", "zh"))]
-MUTANT_SAMPLE = [(exercise, *mutant, language) for exercise in EXERCISES
+MUTANT_SAMPLE = [(exercise, *mutant, language) for exercise in IN_KERNEL
                  for mutant, language in zip(branch_mutants(exercise)[::2][:2], ("zh", "en"))]
 
 
@@ -90,6 +93,8 @@ PLACES = {"en": "", "zh": "zh/"}
 def class_reports(tmp_path_factory):
     folder = tmp_path_factory.mktemp("class")
     for exercise, source in SOURCES.items():
+        if exercise not in IN_KERNEL:
+            continue
         write_notebook(folder / "reference" / source.path.name, notebook_json(source.path))
         write_notebook(folder / "zh" / "reference" / source.path.name,
                        with_answers(exercise, reference_answers(exercise), "zh"))
@@ -107,7 +112,7 @@ def class_reports(tmp_path_factory):
 
 
 @pytest.mark.parametrize("language", PLACES)
-@pytest.mark.parametrize("exercise", EXERCISES)
+@pytest.mark.parametrize("exercise", IN_KERNEL)
 def test_the_reference_solution_scores_full_marks(class_reports, exercise, language):
     report = class_reports[0][f"{PLACES[language]}reference/{SOURCES[exercise].path.name}"]
     assert report["status"] == "graded", report["reason"]
@@ -117,7 +122,7 @@ def test_the_reference_solution_scores_full_marks(class_reports, exercise, langu
 
 
 @pytest.mark.parametrize("language", PLACES)
-@pytest.mark.parametrize("exercise", EXERCISES)
+@pytest.mark.parametrize("exercise", IN_KERNEL)
 def test_the_unmodified_student_notebook_scores_zero_on_every_check(class_reports, exercise, language):
     report = class_reports[0][f"{PLACES[language]}release/{SOURCES[exercise].path.name}"]
     assert report["status"] == "graded", report["reason"]
@@ -153,7 +158,7 @@ def test_a_branch_removed_from_a_reference_answer_loses_what_it_loses_in_plain_p
 def test_the_sample_holds_every_exercise_in_both_languages():
     for sample in ([(wrong.exercise, language) for wrong, language in WRONG_SAMPLE],
                    [(exercise, language) for exercise, *_, language in MUTANT_SAMPLE]):
-        assert sorted(sample) == sorted((exercise, language) for exercise in EXERCISES for language in PLACES)
+        assert sorted(sample) == sorted((exercise, language) for exercise in IN_KERNEL for language in PLACES)
 
 
 @pytest.mark.parametrize("wrong", WRONG, ids=lambda wrong: wrong.name)
@@ -166,7 +171,7 @@ def test_a_chinese_submission_assembles_to_exactly_the_english_run(wrong):
 
 
 def test_every_exercise_has_at_least_five_wrong_answers():
-    counts = {exercise: sum(wrong.exercise == exercise for wrong in WRONG) for exercise in EXERCISES}
+    counts = {exercise: sum(wrong.exercise == exercise for wrong in WRONG) for exercise in SOURCES}
     assert all(count >= 5 for count in counts.values()), counts
 
 

@@ -6,6 +6,7 @@ import ast
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import psutil
@@ -22,6 +23,10 @@ LANGUAGES = ("en", "zh")  # the student notebooks: exercises/ and exercises/zh/
 GRADING_DATA = Path(__file__).resolve().parent / "grading_data"
 SOURCES = load_sources(INSTRUCTOR)
 EXERCISES = sorted(SOURCES)
+# The capstone's checks are its crash properties, judged by grading/durability on the answer's text: it has no
+# hidden check, and its branch mutants are not compared (the local check and the grader judge at different sizes)
+CRASH_GRADED = sorted(name for name, source in SOURCES.items() if source.crash_graded is not None)
+IN_KERNEL = [name for name in EXERCISES if name not in CRASH_GRADED]  # the exercises whose checks call the answers
 CELL_MARKER = re.compile(r"^# %% (\S+)$", re.MULTILINE)
 
 
@@ -310,6 +315,9 @@ HONEST = GRADING_DATA / "honest"  # alternatives to the reference that pass ever
 # --------------------------------------------------------------------------- a notebook run in plain Python
 
 PLAIN_CELL_SECONDS = 3  # a wrong answer that loops forever fails its check after this long
+# a crash-graded exercise's cells run its local crash check (each a few seconds); its answers' calls run in child
+# processes, each under the engine's own time limit per call
+PLAIN_CRASH_CELL_SECONDS = 600
 
 
 def plain_run(exercise: str, answers: dict, seed: int) -> set:
@@ -317,6 +325,7 @@ def plain_run(exercise: str, answers: dict, seed: int) -> set:
     and this seed: setup, answer and check cells executed in order, as Python runs them without a grader."""
     import contextlib
     import io
+    import linecache
     import signal
     import tempfile
 
@@ -326,6 +335,7 @@ def plain_run(exercise: str, answers: dict, seed: int) -> set:
         raise TimeoutError(f"a cell ran longer than {PLAIN_CELL_SECONDS} s")
 
     source = SOURCES[exercise]
+    seconds = PLAIN_CELL_SECONDS if source.crash_graded is None else PLAIN_CRASH_CELL_SECONDS
     answer_at = {answer.cell_index: answer.name for answer in source.answers}
     check_at = {check.cell_index: check.id for check in source.checks}
     namespace, failed, code_index = {}, set(), 0
@@ -338,10 +348,12 @@ def plain_run(exercise: str, answers: dict, seed: int) -> set:
                 if cell.cell_type != "code":
                     continue
                 code = answers[answer_at[position]] if position in answer_at else cell.source
+                name = f"<cell {code_index}>"
+                linecache.cache[name] = (len(code), None, code.splitlines(True), name)  # as Jupyter keeps a cell
                 try:
-                    signal.alarm(PLAIN_CELL_SECONDS)
+                    signal.alarm(seconds)
                     with contextlib.redirect_stdout(io.StringIO()):
-                        exec(compile(code, f"<cell {code_index}>", "exec"), namespace)  # noqa: S102 - the kit's own
+                        exec(compile(code, name, "exec"), namespace)  # noqa: S102 - the kit's own
                 except Exception:  # noqa: BLE001 - a failing check is what is counted
                     if code_index in check_at:
                         failed.add(check_at[code_index])
@@ -350,6 +362,8 @@ def plain_run(exercise: str, answers: dict, seed: int) -> set:
                 code_index += 1
     finally:
         signal.signal(signal.SIGALRM, alarm)
+        if "matplotlib.pyplot" in sys.modules:  # the figures a crash check drew
+            sys.modules["matplotlib.pyplot"].close("all")
         if before is None:
             os.environ.pop(SEED_VARIABLE, None)
         else:

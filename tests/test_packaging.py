@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "s09_jsonl_transcript"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 EXTRAS = PROJECT["optional-dependencies"]
-NOTEBOOK_MODULES = ("lessons", "text/bilingual.py", "text/saving.py", "text/i18n.py")  # i18n: the CJK font of plots
+# i18n: the CJK font of plots; the capstone's figure: drawn in the student's notebook, never by the grader
+NOTEBOOK_MODULES = ("lessons", "text/bilingual.py", "text/saving.py", "text/i18n.py", "grading/durability/figure.py")
 
 
 def requirement_name(requirement: str) -> str:
@@ -48,11 +49,10 @@ def third_party_imports(path: Path) -> set:
 
 
 def part_of(path: Path) -> str:
-    relative = path.relative_to(PACKAGE).parts
-    if relative[0] == "grading":
-        return "grader"
-    in_notebooks = relative[0] in NOTEBOOK_MODULES or "/".join(relative[:2]) in NOTEBOOK_MODULES
-    return "notebooks" if in_notebooks else "core"
+    relative = path.relative_to(PACKAGE).as_posix()
+    if any(relative == module or relative.startswith(module + "/") for module in NOTEBOOK_MODULES):
+        return "notebooks"
+    return "grader" if relative.startswith("grading/") else "core"
 
 
 def distributions(module: str) -> set:

@@ -6,6 +6,8 @@ Modules, in the order a submission meets them:
   assemble  the notebook the grader runs: the pristine copy with the student's answer code;
   runner    one nbval run in a subprocess, in a fresh folder, with timeouts;
   probe     the pytest plugin inside that run, reporting each cell to the grader;
+  crash     a crash-graded exercise (the capstone): its verdict, decided outside both kernels by
+            durability/ (the engine), before the notebook runs;
   grader    scoring, reports and grading many submissions in parallel;
   reports   JSON, CSV, readable summaries and the progress bar;
   checks    helpers that the exercises' check cells use;

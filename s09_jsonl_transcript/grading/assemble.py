@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from .source import EXERCISE_NAME, METADATA_KEY, ExerciseSource, cell_role, source_text
+from .source import EXERCISE_NAME, METADATA_KEY, ExerciseSource, cell_role, is_local, source_text
 from .words import both, labelled
 
 MAX_SUBMISSION_BYTES = 20 * 1024 * 1024
@@ -177,12 +177,27 @@ def strip_nbval_markers(code: str) -> str:
     return "\n".join(line for line in code.split("\n") if not _NBVAL_MARKER_LINE.match(line))
 
 
+LOCAL_PLACEHOLDER = ("# A cell the student runs for themself (the local crash check): the grader does not run it.\n"
+                     "# 学生自己运行的单元（本地崩溃检查）：评分程序不运行它。\n")
+
+
+def _without_local_cells(notebook) -> None:
+    """Each local cell (role "local") becomes a comment with no output: neither kernel runs it, and the cells
+    keep their places, so a check keeps its number."""
+    for cell in notebook.cells:
+        if is_local(cell):
+            cell.source = LOCAL_PLACEHOLDER
+            if cell.cell_type == "code":
+                cell.outputs = []
+
+
 def build_notebook(source: ExerciseSource, answers: dict) -> nbformat.NotebookNode:
     """The pristine notebook with each answer cell's source replaced by the student's code: the
     one-kernel run of a self-check copy, whose checks expect their pass lines."""
     notebook = source.fresh_notebook()
     for answer in source.answers:
         notebook.cells[answer.cell_index].source = strip_nbval_markers(answers[answer.name])
+    _without_local_cells(notebook)
     return notebook
 
 
@@ -199,14 +214,14 @@ def student_program(source: ExerciseSource, answers: dict) -> tuple:
     """(label, code) of every cell the student's kernel runs, in order: setup cells and answer cells.
 
     Check cells are not in it: they run in the trusted kernel. Cells after the last answer are left
-    out: no answer can use them.
+    out: no answer can use them; so are local cells, which no kernel of a grading runs.
     """
     answer_at = {answer.cell_index: answer for answer in source.answers}
     check_cells = {id(cell) for _, cell in _check_cells(source.notebook, source)}
     last = max(answer_at)
     cells = []
     for position, cell in enumerate(source.notebook.cells[:last + 1]):
-        if cell.cell_type != "code" or id(cell) in check_cells:
+        if cell.cell_type != "code" or id(cell) in check_cells or is_local(cell):
             continue
         if position in answer_at:
             name = answer_at[position].name
@@ -254,6 +269,7 @@ def trusted_notebook(source: ExerciseSource, reference: dict | None = None) -> n
     for answer in source.answers:
         cell = notebook.cells[answer.cell_index]
         cell.source = proxy_cell(answer.name, cell.source)
+    _without_local_cells(notebook)
     if reference is not None:
         for check, cell in _check_cells(notebook, source):
             cell.outputs = [nbformat.from_dict(output) for output in reference[check.cell_index].outputs]

@@ -9,6 +9,7 @@ an exercise's answer.
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 
@@ -139,3 +140,60 @@ def check_random(check_name: str) -> random.Random:
     return random.Random(f"{run_seed()}/{check_name}")
 
 
+
+
+# --------------------------------------------------------------------------- the capstone's crash properties
+
+CRASH_VERDICT_VARIABLE = "S09_CRASH_VERDICT"  # in a grading, the trusted kernel's path to the verdict (read-only)
+_SHOWN_FINDINGS = 2  # byte maps in a check's message (the report lists more)
+_MESSAGE_CHARS = 1500  # a check's feedback is cut at 2,000 characters: keep the message whole inside that
+
+
+class CrashResult:
+    """One property of the capstone's verdict, as a check cell sees it: passed, and the findings in words."""
+
+    def __init__(self, property_id: str, passed: bool, findings: str):
+        self.property, self.passed, self.findings = property_id, passed, findings
+
+    def __repr__(self):
+        return f"CrashResult({self.property!r}, passed={self.passed})"
+
+
+def crash_property(property_id: str, *answer_functions) -> CrashResult:
+    """The capstone's verdict on one property (kept, whole, tail, closed, one-write; see grading/durability).
+
+    In a grading, the verdict was decided outside both kernels, before the notebook ran, on the answer
+    cell's source; this reads it from the file the grader put in the checks' sandbox, and the functions
+    given are not called. Anywhere else (a student's notebook, plain Python), the local crash check runs
+    on the text of the cell that defined answer_functions (append and recover), with this run's seed.
+    """
+    path = os.environ.get(CRASH_VERDICT_VARIABLE)
+    if path:
+        with open(path, encoding="utf-8") as file:
+            verdict = json.load(file)
+    else:
+        from .durability.local import cell_source_of, local_check
+
+        verdict = local_check(cell_source_of(*answer_functions), seed=run_seed()).as_json()
+    entry = next((entry for entry in verdict["properties"] if entry["id"] == property_id), None)
+    if entry is None:
+        raise ValueError(f"no crash property {property_id!r} · 没有名为 {property_id!r} 的崩溃属性")
+    return CrashResult(property_id, entry["passed"], _findings_words(verdict, entry))
+
+
+def _findings_words(verdict: dict, entry: dict) -> str:
+    """Why a property failed, in both languages: the answer's refusal, or its first findings as byte maps."""
+    if verdict["refused"] is not None:
+        return ("your answer was refused, so no property holds · 你的答案被拒绝了，所以每个属性都不成立: "
+                + verdict["refused"]["reason"])[:_MESSAGE_CHARS]
+    findings = entry["findings"]
+    count = f"{len(findings)}{'+' if entry['stopped'] else ''}"
+    lines = [f"{count} findings (states where the promise broke); the first · {count} 个发现（违背承诺的状态）；"
+             f"最先的几个:"]
+    for finding in findings[:_SHOWN_FINDINGS]:
+        lines += [finding["message"], finding["byte_map"], ""]
+    local = " --size local --local" if verdict["recorder"] == "local" else ""
+    lines.append(f"replay one · 重放一个: python -m {__package__}.durability replay <notebook> <id> "
+                 f"--seed {verdict['seed']}{local}")
+    text = "\n".join(lines)
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS - 3] + "..."

@@ -10,11 +10,15 @@
     grade PATH ... [--exercise exNN]        grade notebooks, or every notebook under a folder; the reports
           [--roster FILE] [--reports DIR]   folder's tables (class.csv, gradebook.csv) cover every report in it
           [--format json|gradescope] [--sandbox auto|required|off] [--seed N]
-    benchmark [--copies 30]                 time the grading of a folder of reference solutions
+          [--crash-size full|reduced] [--crash-timeout S]
+    benchmark [--copies 30] [--exercise exNN]  time the grading of a folder of reference solutions (by
+                                            default of every exercise but the crash-graded capstone's)
 
 Exit status: 0 done; 1 `release --check` found differences, `release` left translations to do, or
-the grader itself failed on a submission; 2 a bad command line, unusable sources, or `--sandbox
-required` where there is none. What students read (reports, feedback, errors) is in English and Chinese.
+the grader itself failed on a submission; 2 a bad command line, unusable sources, `--sandbox
+required` where there is none, or a submission of the crash-graded exercise (ex06) where the grader
+cannot record system calls (no strace, or ptrace refused). What students read (reports, feedback,
+errors) is in English and Chinese.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import language, sandbox
+from . import crash, language, sandbox
 from .benchmark import run_benchmark
 from .gradebook import describe_submission, read_roster
 from .grader import ERROR, GradingOptions, available_cores, find_submissions, grade_many
@@ -120,6 +124,8 @@ def _parser() -> argparse.ArgumentParser:
     benchmark = command("benchmark", tr("time grading a folder of reference solutions"))
     benchmark.add_argument("--source", type=Path, help=source_help)
     benchmark.add_argument("--copies", type=int, default=30, help=tr("how many submissions (default 30)"))
+    benchmark.add_argument("--exercise", help=tr("copies of this exercise's reference only (e.g. ex06); default: "
+                                                 "every exercise but a crash-graded one, in turn"))
     _add_run_options(benchmark)
     return parser
 
@@ -138,6 +144,12 @@ def _add_run_options(command) -> None:
     command.add_argument("--seed", type=int, default=None,
                          help=tr("the seed hidden checks draw their inputs from (default: a new one for this run; "
                                  "every report names it, so a run can be reproduced)"))
+    command.add_argument("--crash-size", choices=("full", "reduced"), default="full",
+                         help=tr("how many crash states the capstone (ex06) is judged on: full (the default) or "
+                                 "reduced (fewer torn writes and damaged files, for a quick run)"))
+    command.add_argument("--crash-timeout", type=float, default=GradingOptions.crash_timeout,
+                         help=tr("seconds the capstone's crash grading of one submission may take (default "
+                                 "%(default)g)"))
 
 
 def _source_folder(arguments) -> Path:
@@ -153,7 +165,8 @@ def _options(arguments) -> GradingOptions:
         raise UsageError("--jobs must be at least 1")
     try:
         options = GradingOptions(arguments.cell_timeout, arguments.timeout, sandbox=arguments.sandbox,
-                                 seed=arguments.seed)
+                                 seed=arguments.seed, crash_size=crash.SIZES[arguments.crash_size],
+                                 crash_timeout=arguments.crash_timeout)
     except ValueError as error:
         raise UsageError(str(error)) from None
     box = sandbox.status(options.sandbox)  # SandboxUnavailable (exit status 2) when required and missing
@@ -263,9 +276,11 @@ def _benchmark(arguments) -> int:
     if arguments.copies < 1:
         raise UsageError("--copies must be at least 1")
     sources = load_sources(_source_folder(arguments))
+    if arguments.exercise and arguments.exercise not in sources:
+        raise UsageError(f"--exercise {arguments.exercise}: the sources hold {', '.join(sorted(sources))}")
     progress = ProgressBar(arguments.copies)
     result = run_benchmark(sources, copies=arguments.copies, jobs=arguments.jobs or available_cores(),
-                           options=options,
+                           options=options, exercise=arguments.exercise,
                            on_graded=lambda done, total, report: progress.update(done, report["submission"]))
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0 if result["all_full_marks"] else 1
@@ -280,6 +295,6 @@ def main(argv=None) -> int:
         command = {"release": _release, "accept": _accept, "refresh": _refresh, "grade": _grade,
                    "benchmark": _benchmark}
         return command[arguments.command](arguments)
-    except (UsageError, SourceError, sandbox.SandboxUnavailable) as error:
+    except (UsageError, SourceError, sandbox.SandboxUnavailable, crash.RecorderUnavailable) as error:
         print(labelled(ERROR_LABEL, str(error)), file=sys.stderr)
         return 2

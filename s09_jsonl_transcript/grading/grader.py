@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import crash
 from . import sandbox as sandboxing
 from .assemble import (
     SubmissionError,
@@ -47,7 +48,7 @@ from .assemble import (
 )
 from .evidence import instructor_findings, student_reason
 from .runner import RunResult, RunSettings, run_notebook
-from .source import KIND_INSTRUCTOR, ExerciseSource, pass_line
+from .source import KIND_INSTRUCTOR, ExerciseSource, pass_line, source_text
 from .words import NOT_GRADED, NOT_RUN, OUT_OF_MEMORY, both, labelled, printable
 
 GRADED, REJECTED, ERROR = "graded", "rejected", "error"
@@ -62,7 +63,8 @@ class GradingOptions:
     (bubblewrap when it works here), "required" or "off"; limits are the sandbox's resource limits
     and the output limit. detect_tampering=False turns the guard off: tests use it to show that no
     score relies on it. seed is the grading run's seed (None: grade_many or grade_submission picks
-    one at random).
+    one at random). crash_size and crash_timeout are a crash-graded exercise's (crash.py): the size
+    of its campaign (grading/durability's CampaignSize) and the seconds it may take.
     """
 
     cell_timeout: float = 20.0
@@ -71,9 +73,11 @@ class GradingOptions:
     limits: sandboxing.Limits = field(default_factory=sandboxing.Limits)
     detect_tampering: bool = True
     seed: int | None = None
+    crash_size: object = crash.FULL
+    crash_timeout: float = crash.TIME_LIMIT
 
     def __post_init__(self):
-        if not (self.cell_timeout > 0 and self.total_timeout > 0):
+        if not (self.cell_timeout > 0 and self.total_timeout > 0 and self.crash_timeout > 0):
             raise ValueError("timeouts must be positive numbers of seconds")
         if self.sandbox not in sandboxing.MODES:
             raise ValueError(f"sandbox must be one of {', '.join(sandboxing.MODES)}")
@@ -84,6 +88,11 @@ class GradingOptions:
 def new_seed() -> int:
     """A seed for one grading run."""
     return secrets.randbelow(10**9)
+
+def crash_settings(options: GradingOptions, sandboxed: bool) -> crash.CrashSettings:
+    """How a crash-graded exercise's campaign runs under these options."""
+    return crash.CrashSettings(options.crash_size, options.crash_timeout, sandboxed, options.limits)
+
 
 def available_cores() -> int:
     """The CPU cores this process may use."""
@@ -109,39 +118,57 @@ def grade_submission(path, sources: dict, *, exercise: str | None = None, label:
     except SubmissionError as problem:  # still name the exercise when the file name tells it
         known = sources.get(exercise or exercise_of({}, path))
         return _report(label, known, REJECTED, str(problem), sandbox_note=box.note, seed=options.seed)
+    if source.crash_graded is not None:  # RecorderUnavailable: refused at once, as a missing sandbox is
+        crash.check_recorder(box.enabled)
     try:
         answers = answer_sources(notebook, source)
     except SubmissionError as problem:
         return _report(label, source, REJECTED, str(problem), sandbox_note=box.note, seed=options.seed)
     settings = RunSettings(options.cell_timeout, options.total_timeout, sandboxed=box.enabled,
                            limits=options.limits, guard=options.detect_tampering, seed=options.seed)
+    crashes = crash_settings(options, box.enabled) if source.crash_graded is not None else None
 
     def grader_fault(reason: str) -> dict:  # not graded: the fault is this machine's or the grader's
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, reason), sandbox_note=box.note, seed=options.seed)
 
     try:
-        reference = reference_values(source, settings) if source.kind == KIND_INSTRUCTOR else None
+        reference = reference_values(source, settings, crashes) if source.kind == KIND_INSTRUCTOR else None
     except (ReferenceFailed, sandboxing.MemoryGroupFailed) as error:
         return grader_fault(str(error))
+    verdict = None
+    if crashes is not None:  # decided here, outside both kernels, before the notebook runs (crash.py)
+        try:
+            verdict = crash.run_campaign(answers[source.crash_graded], seed=options.seed, settings=crashes)
+        except Exception as error:  # the engine scores whatever the answer does: what escapes it is the grader's
+            return grader_fault(f"the crash campaign failed: {error!r}")
     try:  # a self-check copy has no reference: its checks expect the pass lines saved in it
-        run = run_notebook(trusted_notebook(source, reference), settings, student_program(source, answers))
+        run = run_notebook(trusted_notebook(source, reference), settings, student_program(source, answers),
+                           data=crash.checks_data(verdict) if verdict is not None else None)
     except sandboxing.MemoryGroupFailed as error:
         return grader_fault(str(error))
     except Exception as error:  # a fault of this machine or of the grader, not of the submission
         return grader_fault(f"could not run the notebook: {error!r}")
+    crash_seconds = crash.seconds_of(verdict) if verdict is not None else 0.0
     if not run.cells and not run.timed_out and not run.stopped and not run.memory_exceeded:
         return _report(label, source, ERROR, labelled(_GRADER_FAULT, "the nbval run reported no cells; its output "
                                                       "ends with:\n" + run.log_tail[-1000:]),
-                       seconds=run.seconds, sandbox_note=box.note, seed=options.seed)
+                       seconds=run.seconds + crash_seconds, sandbox_note=box.note, seed=options.seed)
     if run.tampering:
         reason = student_reason(run.tampering, source)
         checks = [_check_entry(check, 0, reason) for check in source.checks]
-        report = _report(label, source, GRADED, reason, checks, run.seconds, sandbox_note=box.note, seed=options.seed)
+        report = _report(label, source, GRADED, reason, checks, run.seconds + crash_seconds, sandbox_note=box.note,
+                         seed=options.seed)
         report["guard_findings"] = instructor_findings(run.tampering, source)
         return report
     checks = _scored_checks(source, run, options)
-    return _report(label, source, GRADED, _graded_reason(run, checks), checks, run.seconds, sandbox_note=box.note,
-                   seed=options.seed)
+    reason = _graded_reason(run, checks)
+    if verdict is not None:
+        reason = reason or crash.refusal_reason(verdict)
+    report = _report(label, source, GRADED, reason, checks, run.seconds + crash_seconds, sandbox_note=box.note,
+                     seed=options.seed)
+    if verdict is not None:
+        report["crash"] = crash.report_part(verdict, label, crashes, report["checks"], source)
+    return report
 
 
 
@@ -162,25 +189,40 @@ _reference_locks: dict = {}
 _references_lock = threading.Lock()
 
 
-def reference_values(source: ExerciseSource, settings: RunSettings) -> dict:
+def reference_values(source: ExerciseSource, settings: RunSettings,
+                     crashes: crash.CrashSettings | None = None) -> dict:
     """Code-cell index -> ReferenceCell for every check, from a run of the reference answers (cached per seed).
 
     The run is a notebook of its own, in a fresh kernel, with the same check cells and seed as the
-    students' runs; it never sees a student's code. ReferenceFailed when a check did not
-    pass there.
+    students' runs; it never sees a student's code. For a crash-graded exercise, the reference
+    answer's crash campaign runs first, as a student's does (crashes: how), and must keep every
+    promise. ReferenceFailed when a check did not pass there.
     """
-    key = (str(source.path), settings.seed, settings.sandboxed, settings.cell_timeout, settings.limits)
+    key = (str(source.path), settings.seed, settings.sandboxed, settings.cell_timeout, settings.limits, crashes)
     with _references_lock:
         lock = _reference_locks.setdefault(key, threading.Lock())
     with lock:  # one reference run per exercise and seed, however many students wait for it
         if key not in _references:
-            _references[key] = _run_reference(source, settings)
+            _references[key] = _run_reference(source, settings, crashes)
     return _references[key]
 
 
-def _run_reference(source: ExerciseSource, settings: RunSettings) -> dict:
+def _reference_verdict(source: ExerciseSource, settings: RunSettings, crashes: crash.CrashSettings) -> dict:
+    """The reference answer's crash verdict under this seed; ReferenceFailed unless it kept every promise."""
+    answer = next(entry for entry in source.answers if entry.name == source.crash_graded)
+    verdict = crash.run_campaign(source_text(source.notebook.cells[answer.cell_index]), seed=settings.seed,
+                                 settings=crashes)
+    if not crash.kept_every_promise(verdict):
+        raise ReferenceFailed(f"the reference answer of {source.exercise} did not keep every promise of the crash "
+                              f"campaign with seed {settings.seed} (reproduce with --seed {settings.seed}): "
+                              + crash.broken_words(verdict)[:600])
+    return verdict
+
+
+def _run_reference(source: ExerciseSource, settings: RunSettings, crashes: crash.CrashSettings | None = None) -> dict:
+    verdict = _reference_verdict(source, settings, crashes) if crashes is not None else None
     run = run_notebook(trusted_notebook(source), replace(settings, guard=False, collect_outputs=True),
-                       reference_program(source))
+                       reference_program(source), data=crash.checks_data(verdict) if verdict is not None else None)
     found, failed = {}, []
     for check in source.checks:
         outcome = run.cells.get(check.cell_index)
@@ -297,6 +339,7 @@ def grade_many(submissions: list, sources: dict, *, exercise: str | None = None,
     jobs = max(1, jobs or available_cores())
     if options.seed is None:  # one seed for the whole run: one reference run per exercise
         options = replace(options, seed=new_seed())
+    _refuse_unrecordable(submissions, sources, exercise, options)
     reports = [None] * len(submissions)
     with ThreadPoolExecutor(max_workers=jobs) as pool:  # each job waits on its own subprocess
         futures = {pool.submit(grade_submission, path, sources, exercise=exercise, label=label,
@@ -313,6 +356,25 @@ def grade_many(submissions: list, sources: dict, *, exercise: str | None = None,
             if on_graded:
                 on_graded(done, len(submissions), reports[index])
     return reports
+
+
+def _refuse_unrecordable(submissions: list, sources: dict, exercise: str | None, options: GradingOptions) -> None:
+    """Before any grading: RecorderUnavailable when a submission is of a crash-graded exercise and this
+    machine cannot record system calls (crash.py). The whole run is refused at once, with the reason."""
+    crash_graded = {name for name, source in sources.items() if source.crash_graded is not None}
+    if not crash_graded:
+        return
+    claimed = {exercise} if exercise else {_claimed_exercise(path) for path, _ in submissions}
+    if claimed & crash_graded:
+        crash.check_recorder(sandboxing.status(options.sandbox).enabled)
+
+
+def _claimed_exercise(path) -> str | None:
+    """The exercise a submission says it is, or None (a submission that cannot be read is rejected later)."""
+    try:
+        return exercise_of(read_submission(path), path)
+    except SubmissionError:
+        return exercise_of({}, path)
 
 
 def display_label(label: str) -> str:

@@ -10,8 +10,8 @@ grading module to that):
   an answer crosses as its file, and the checks' helpers build on its `FileIO`;
 - the crash lab's power-loss model and the lesson's reader, which the capstone's grader
   (durability/) builds and judges crash states with;
-- the text machinery that makes the exercises' Chinese notebooks (`bilingual`) and saves a notebook
-  the kit's way (`saving`).
+- the text machinery that makes the exercises' Chinese notebooks (`bilingual`), saves a notebook
+  the kit's way (`saving`) and lets a plot draw Chinese (`use_cjk_font`).
 
 Each is loaded the first time it is asked for: inside a sandbox only the lesson is there, and an
 exercise of another subject needs none of it.
@@ -50,6 +50,15 @@ def bilingual() -> ModuleType:
     from ..text import bilingual
 
     return bilingual
+
+
+def use_cjk_font() -> str:
+    """Let matplotlib draw Chinese in this process (the kit's CJK font, text/i18n.py); the font's family name.
+
+    The capstone's local crash check draws its findings with words in both languages."""
+    from ..text import i18n
+
+    return i18n.use_cjk_font()
 
 
 def saving() -> ModuleType:

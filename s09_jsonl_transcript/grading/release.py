@@ -174,6 +174,8 @@ def _notebook(source: ExerciseSource, cells: list, **extra_info) -> nbformat.Not
         "language_info": {"name": "python"},
         METADATA_KEY: {"exercise": source.exercise, "title": source.title, **extra_info},
     }
+    if source.crash_graded is not None:  # a self-check grades it the same way; a replay finds its answer cell
+        notebook.metadata[METADATA_KEY]["crash_graded"] = source.crash_graded
     notebook.cells = cells
     return notebook
 

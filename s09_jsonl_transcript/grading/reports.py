@@ -118,6 +118,8 @@ def gradescope_results(report: dict) -> dict:
     summary = [f"{report['submission']}: {report['score']}/{report['max_score']}"]
     if report.get("reason"):
         summary.append(labelled(status_label(report["status"]), report["reason"]))
+    if (report.get("crash") or {}).get("replay"):
+        summary.append(report["crash"]["replay"])
     if report.get("sandbox"):
         summary.append(report["sandbox"])
     return {
@@ -130,7 +132,8 @@ def gradescope_results(report: dict) -> dict:
         "tests": [{"name": check["name"], "score": check["score"], "max_score": check["max_score"],
                    "status": "passed" if check["score"] == check["max_score"] else "failed",
                    "visibility": "visible" if check["visibility"] == "visible" else "after_published",
-                   "output": "\n\n".join(filter(None, (check["feedback"], check.get("printed")))),
+                   "output": "\n\n".join(filter(None, (check["feedback"], check.get("printed"),
+                                                         *check.get("findings", ())))),
                    "output_format": "text"}
                   for check in report["checks"]],
         "extra_data": {key: report.get(key) for key in _EXTRA_KEYS},
@@ -264,13 +267,29 @@ def format_report(report: dict) -> str:
         for check in report["checks"]:
             hidden = hidden_mark if check["visibility"] == "hidden" else ""
             score = f"{check['score']}/{check['max_score']}"
-            feedback = _one_line(_terminal(check["feedback"]), FEEDBACK_WIDTH)
+            shown = check["feedback"].split("\n", 1)[0] if check.get("findings") else check["feedback"]
+            feedback = _one_line(_terminal(shown), FEEDBACK_WIDTH)  # a crash check's findings follow, line by line
             lines.append(f"  {check['name']:<8} {score}{_padded(hidden, _width(hidden_mark))} {feedback}")
             if check.get("printed"):  # what the answers printed while a visible check that failed ran
                 lines.append(f"  {'':<8} {_one_line(_terminal(check['printed']), FEEDBACK_WIDTH)}")
+            lines += _findings_lines(check)
+    if (report.get("crash") or {}).get("replay"):
+        lines.append(f"  {_terminal(report['crash']['replay'])}")
     total = f"{report['score']}/{report['max_score']}"
     lines.append(f"  {labelled(TOTAL, total)}")
     return "\n".join(lines)
+
+
+def _findings_lines(check: dict) -> list:
+    """A crash check's first findings, each a message and its byte map, line by line (a map needs its lines)."""
+    if not check.get("findings"):
+        return []
+    shown = len(check["findings"])
+    lines = [f"  {'':<8} " + both(f"{check.get('findings_found', shown)} findings; the first {shown}:",
+                                  f"{check.get('findings_found', shown)} 个发现；最先的 {shown} 个：")]
+    for finding in check["findings"]:
+        lines += [f"  {'':<10}{_terminal(line)}" for line in str(finding).split("\n")] + [""]
+    return lines
 
 
 CLASS_HEADER = (both("submission", "提交"), both("exercise", "练习"), both("score", "得分"))

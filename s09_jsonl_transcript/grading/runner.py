@@ -105,13 +105,17 @@ class RunSettings:
     collect_outputs: bool = False  # a reference run: report every check cell's outputs
 
 
-def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) -> RunResult:
+def run_notebook(notebook, settings: RunSettings, program: tuple | None = None, data: dict | None = None) -> RunResult:
     """Run the notebook under nbval; never raises for the notebook's sake.
 
     With program ((label, code) cells, see assemble.student_program), two kernels run side by side:
     nbval's kernel (the trusted one) runs the notebook, and a kernel of the student's own, in a
     sandbox of its own, runs only the program's cells and the calls the checks make (channel.py).
     The guard, when asked for, watches the student's kernel.
+
+    data maps an environment variable (named S09_...) to the text of a file the checks read, such as
+    the capstone's verdict, decided outside both kernels: the trusted side alone sees the file, read
+    only, at the path the variable holds; the student's side has neither the file nor the variable.
     """
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="s09-grade-"))
@@ -121,6 +125,7 @@ def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) 
             settings = replace(settings, limits=replace(settings.limits, tasks=2 * settings.limits.tasks))
         trusted = settings if program is None else replace(settings, guard=False)
         files = _prepare_files(scratch, notebook, trusted)
+        data_files = _write_data(scratch, data or {})
         if program is not None and settings.sandboxed and sandbox.quota_problem() is None:
             quota = scratch / "channel"
             quota.mkdir(mode=0o777)
@@ -130,7 +135,7 @@ def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) 
             view = sandbox.write_package_view(scratch / "package")
             with sandbox.acquire_slot() as slot, sandbox.grading_groups(settings.limits) as groups:
                 with _student_kernel(student, settings, groups.freezer, slot=slot, groups=groups, view=view):
-                    result = _run_sandboxed(scratch, files, trusted, slot, groups, view, student)
+                    result = _run_sandboxed(scratch, files, trusted, slot, groups, view, student, data_files)
                 if groups.student is not None and groups.student.ran_out():
                     result.memory_exceeded = _out_of_memory(settings.limits)
                 elif groups.trusted is not None and groups.trusted.ran_out():  # one kernel: it was the student's
@@ -138,7 +143,7 @@ def run_notebook(notebook, settings: RunSettings, program: tuple | None = None) 
                         settings.limits)
         else:
             with sandbox.freezer_group() as freezer, _student_kernel(student, settings, freezer):
-                result = _run_unsandboxed(scratch, files, trusted, student)
+                result = _run_unsandboxed(scratch, files, trusted, student, data_files)
     finally:
         if quota is not None:
             sandbox.unmount(quota)  # whatever the student left there goes at once, however deep
@@ -353,6 +358,27 @@ def _prepare_files(scratch: Path, notebook, settings: RunSettings) -> dict:
     return {relative: scratch / relative for relative in contents}
 
 
+DATA_FOLDER = "data"  # the trusted side's read-only data files (run_notebook's data)
+
+
+def _write_data(scratch: Path, data: dict) -> dict:
+    """Write each data file (read-only) under scratch; return variable -> (its path relative to the run folder,
+    its host path)."""
+    written = {}
+    wrong = [variable for variable in data if not variable.startswith("S09_")]
+    if wrong:  # the student's kernel never inherits an S09_ variable (_start_student_unsandboxed drops them)
+        raise ValueError(f"a data file's variable must start with S09_, not {wrong[0]!r}")
+    if data:
+        (scratch / DATA_FOLDER).mkdir(mode=0o755)
+    for variable, text in data.items():
+        relative = f"{DATA_FOLDER}/{variable.lower()}.json"
+        host = scratch / relative
+        host.write_text(text, encoding="utf-8")
+        host.chmod(0o444)
+        written[variable] = (relative, host)
+    return written
+
+
 def _kernel_config(settings: RunSettings) -> str:
     lines = ["c = get_config()  # noqa", "c.InteractiveShellApp.exec_files = []",
              "c.InteractiveShellApp.exec_lines = []"]
@@ -411,14 +437,16 @@ def _checks_out_of_memory(limits: sandbox.Limits) -> str:
 
 
 def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int, groups, view: str,
-                   student: _Student | None = None) -> RunResult:
+                   student: _Student | None = None, data_files: dict | None = None) -> RunResult:
     root = sandbox.SANDBOX_ROOT
+    data_files = data_files or {}
     environment = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": sandbox.SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
         "MALLOC_ARENA_MAX": "2",  # fewer 64 MiB arena reservations: the address-space limit is for data
         **_common_environment(root, settings),
         **(student.environment if student else {}),
+        **{variable: f"{root}/{relative}" for variable, (relative, _) in data_files.items()},
     }
     read_fd, write_fd = os.pipe()
     command = sandbox.build_command(
@@ -427,7 +455,8 @@ def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int,
         slot=slot, limits=settings.limits, environment=environment, keep_fds=(write_fd,), cwd=root,
         groups=groups.joined_by("trusted"),
         package_view=view,
-        shared_folders={SANDBOX_CHANNEL: str(student.channel), SANDBOX_WATCH: str(student.watch)} if student else None)
+        shared_folders={SANDBOX_CHANNEL: str(student.channel), SANDBOX_WATCH: str(student.watch)} if student else None,
+        read_only_files={f"{root}/{relative}": str(host) for relative, host in data_files.values()})
     try:
         process = _start(command.argv, read_fd, write_fd, pass_fds=command.pass_fds, **command.popen_options)
     finally:
@@ -435,13 +464,15 @@ def _run_sandboxed(scratch: Path, files: dict, settings: RunSettings, slot: int,
     return _supervise(process, read_fd, settings, stop=lambda: _end_sandbox(process))
 
 
-def _run_unsandboxed(scratch: Path, files: dict, settings: RunSettings, student: _Student | None = None) -> RunResult:
+def _run_unsandboxed(scratch: Path, files: dict, settings: RunSettings, student: _Student | None = None,
+                     data_files: dict | None = None) -> RunResult:
     root = str(scratch)
     dropped = {"MPLBACKEND", "PYTHONSTARTUP", "PYTHONBREAKPOINT"}
     environment = {name: value for name, value in os.environ.items()
                    if name not in dropped and not name.startswith(("PYTEST_", "S09_"))}
     environment.update(_common_environment(root, settings))
     environment.update(student.environment if student else {})
+    environment.update({variable: str(host) for variable, (_, host) in (data_files or {}).items()})
     read_fd, write_fd = os.pipe()
     process = _start(_pytest_command(root, write_fd, settings), read_fd, write_fd, pass_fds=(write_fd,),
                      cwd=root, env=environment, start_new_session=True)

@@ -588,11 +588,13 @@ class Command:
 
 def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits, environment: dict | None = None,
                   keep_fds: tuple = (), cwd: str = SANDBOX_ROOT, groups: tuple = (),
-                  package_view: str | None = None, shared_folders: dict | None = None) -> Command:
+                  package_view: str | None = None, shared_folders: dict | None = None,
+                  read_only_files: dict | None = None) -> Command:
     """The command that runs inner in a fresh sandbox.
 
     scratch_files maps a path inside the sandbox (under SANDBOX_ROOT) to a host file whose contents
-    are copied there; environment is the whole environment inside (nothing else passes through).
+    are copied there; read_only_files likewise, but the copy is mounted read-only; environment is
+    the whole environment inside (nothing else passes through).
     The command joins the control groups in groups (see Groups.joined_by) before anything else
     starts, so every process it starts is charged to them. With package_view (a host folder, see package_view), that
     folder is what the sandbox sees at the kit's package path instead of the whole package.
@@ -651,6 +653,12 @@ def build_command(inner: list, *, scratch_files: dict, slot: int, limits: Limits
         files.append(file)
         fds.append(file.fileno())
         arguments.extend(["--perms", "0666", "--file", str(file.fileno()), inside])
+    for inside, host in sorted((read_only_files or {}).items()):
+        folder(str(Path(inside).parent), "0755")
+        file = open(host, "rb")  # noqa: SIM115 - closed by Command.close once bwrap has it
+        files.append(file)
+        fds.append(file.fileno())
+        arguments.extend(["--perms", "0444", "--ro-bind-data", str(file.fileno()), inside])
     arguments.append("--clearenv")
     for name, value in sorted((environment or {}).items()):
         arguments.extend(["--setenv", name, value])

@@ -8,13 +8,18 @@ An instructor source is an ordinary notebook whose cells carry an `s09` entry in
     {"role": "check", "name": "ex01.5", "id": "ex01-no-turn-edges",
      "points": 2, "hidden": true}                          a check only the grader runs
     {"role": "note", "hidden": true}                       an instructor-only markdown cell
+    {"role": "local"}                                      a cell the student runs for themself, before
+                                                           submitting (the capstone's local crash check):
+                                                           the grader runs it in neither kernel
 
 A check's *name* (ex01.3) is what students read, numbered in the order of the notebook; its *id*
 never changes once given, wherever the check moves or whatever is added before it. A check that
 draws inputs from the grading run's seed draws them by its id (`check_random("ex01-long-turn")`),
 so adding a check changes no other check's inputs. Every other cell is locked text or setup code.
 The notebook's own metadata names the exercise: {"s09": {"exercise": "ex01", "title": "Last-turn
-replay"}}. In an answer cell the reference
+replay"}}. A crash-graded exercise (the capstone, ex06) also names the answer cell the grader crash-tests
+outside both kernels, {"crash_graded": "ex06-transcript"}, and each of its checks names the property it
+scores, {"property": "kept"} (see grading/durability/judge.py). In an answer cell the reference
 solution sits between `### BEGIN SOLUTION` and `### END SOLUTION` lines. A check prints exactly
 one line when it passes, in both languages: `<name> passed (<points> points) · 通过（<points> 分）`.
 
@@ -35,7 +40,7 @@ import nbformat
 from .words import both, point_words
 
 METADATA_KEY = "s09"
-ANSWER, CHECK, NOTE = "answer", "check", "note"
+ANSWER, CHECK, NOTE, LOCAL = "answer", "check", "note", "local"
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 EXERCISE_NAME = re.compile(r"^ex\d\d$")
@@ -59,6 +64,7 @@ class Check:
     hidden: bool
     cell_index: int  # position among the notebook's code cells, as nbval numbers them
     id: str = ""  # stable: see the module's docstring
+    property: str | None = None  # a crash-graded exercise's check: the property it scores
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class ExerciseSource:
     notebook: nbformat.NotebookNode
     answers: tuple
     checks: tuple
+    crash_graded: str | None = None  # the answer the grader crash-tests outside both kernels (grading/durability)
 
     @property
     def max_score(self) -> int:
@@ -102,6 +109,11 @@ def cell_role(cell) -> dict:
     """The cell's s09 metadata ({} for a plain cell)."""
     role = cell.get("metadata", {}).get(METADATA_KEY, {})
     return role if isinstance(role, dict) else {}
+
+
+def is_local(cell) -> bool:
+    """True for a cell the student runs for themself and the grader never runs (role "local")."""
+    return cell_role(cell).get("role") == LOCAL
 
 
 def is_hidden(cell) -> bool:
@@ -155,8 +167,29 @@ def load_source(path) -> ExerciseSource:
         raise SourceError(f"{path.name}: an exercise needs at least one answer cell and one check cell")
     kind = info.get("kind", KIND_INSTRUCTOR)
     _refuse_unusable_checks(path, notebook, checks, kind)
+    crash_graded = _crash_graded(path, info, answers, checks)
     return ExerciseSource(exercise, str(info.get("title", exercise)), kind, path, notebook,
-                          tuple(answers), tuple(checks))
+                          tuple(answers), tuple(checks), crash_graded)
+
+
+def _crash_graded(path: Path, info: dict, answers: list, checks: list) -> str | None:
+    """The answer a crash-graded exercise names (None for the others), after checking that each of its
+    checks scores one property of the crash grader, each property once."""
+    answer = info.get("crash_graded")
+    properties = [check.property for check in checks]
+    if answer is None:
+        if any(properties):
+            raise SourceError(f"{path.name}: a check names a crash property, but the notebook names no crash_graded "
+                              "answer")
+        return None
+    if answer not in {entry.name for entry in answers}:
+        raise SourceError(f"{path.name}: crash_graded names {answer!r}, which is no answer cell of the notebook")
+    from .durability.judge import PROPERTIES  # only a crash-graded source pays for the engine's import
+
+    if sorted(map(str, properties)) != sorted(PROPERTIES):
+        raise SourceError(f"{path.name}: the checks of a crash-graded exercise score the properties "
+                          f"{', '.join(PROPERTIES)}, each once; they name {properties}")
+    return answer
 
 
 def _required_name(path: Path, cell_id: str, role: dict) -> str:
@@ -193,7 +226,10 @@ def _check_of(path: Path, cell, role: dict, code_index: int) -> Check:
     if drawn - {check_id} or len(DRAWS_ANYTHING.findall(code)) != len(DRAWS.findall(code)):
         raise SourceError(f"{path.name}: check {name} draws its inputs with check_random({check_id!r}), its own id, "
                           f"and only so (found {sorted(drawn) or 'another call'})")
-    return Check(name, points, role.get("hidden") is True, code_index, check_id)
+    crash_property = role.get("property")
+    if crash_property is not None and not isinstance(crash_property, str):
+        raise SourceError(f"{path.name}: check {name}'s property must be a property's name, not {crash_property!r}")
+    return Check(name, points, role.get("hidden") is True, code_index, check_id, crash_property)
 
 
 def _refuse_unusable_checks(path: Path, notebook, checks: list, kind: str) -> None:

@@ -4,7 +4,7 @@
 # /autograder/source. See the README, "Grading on Gradescope".
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -q python3-venv bubblewrap
+apt-get install -y -q python3-venv bubblewrap strace  # strace: the capstone's recorder (ex06)
 cd /autograder/source
 python3 -m venv .venv
 .venv/bin/pip install -q -e ".[grader]"  # the grader alone: no notebooks, browser or lint tools

@@ -18,9 +18,9 @@ WIDTH = 64
 MARKS = {  # kind -> (mark, legend)
     "synced": ("S", both("synced", "已同步")),
     "unsynced": ("U", both("written, not synced", "已写入、未同步")),
-    "torn": ("T", both("a torn write: the bytes that reached the disk", "被撕裂的写：到达磁盘的字节")),
-    "zeros": ("z", both("zeros (the rest of a torn write)", "零（被撕裂的写的其余部分）")),
-    "garbage": ("g", both("garbage (the rest of a torn write)", "垃圾字节（被撕裂的写的其余部分）")),
+    "torn": ("T", both("a torn write: the bytes that reached the disk", "断在中途的写：到达磁盘的字节")),
+    "zeros": ("z", both("zeros (the rest of a torn write)", "零（断在中途的写的其余部分）")),
+    "garbage": ("g", both("garbage (the rest of a torn write)", "垃圾字节（断在中途的写的其余部分）")),
     "hole": ("h", both("a hole (reads as zeros)", "空洞（读出来是零）")),
     "page cache": ("K", both("in the page cache when the process was killed", "进程被杀时在页缓存里")),
     "damaged": ("D", both("damaged", "损坏")),
@@ -51,7 +51,8 @@ def render(state_id: str, runs: list, size: int, acknowledged: int, returned: st
     else:
         step = max(1, -(-size // WIDTH))
         bar = "".join(_mark_at(runs, start, min(start + step, size)) for start in range(0, size, step))
-        lines.append(f"[{bar}]  " + both(f"{size:,} bytes, {step} per mark", f"{size:,} 字节，每格 {step} 字节"))
+        lines.append(f"[{bar}]  " + both(f"{size:,} byte{'s' if size != 1 else ''}, {step} per mark",
+                                         f"{size:,} 字节，每格 {step} 字节"))
         kinds = [kind for kind in MARKS if any(run[2] == kind for run in runs)]
         lines.append("  ".join(f"{MARKS[kind][0]} {MARKS[kind][1]}" for kind in kinds))
     if acknowledged > 1:

@@ -45,7 +45,7 @@ ROWS = (
              "which the model does not know", "直接 I/O 绕过页缓存：断电后留下什么取决于设备，模型不知道")),
     Row("write", "write, writev on an O_APPEND descriptor", MODELLED,
         both("one write at the end of the file (writev: its buffers joined, one write)",
-             "在文件末尾的一次写（writev：各缓冲区拼接成一次写）")),
+             "在文件末尾的一次写（writev：各缓冲区连成一次写）")),
     Row("write-not-append", "write, writev on a descriptor without O_APPEND", REFUSED,
         both("the contract appends on an O_APPEND descriptor; the recorder does not follow file positions",
              "约定要求在 O_APPEND 描述符上追加；记录器不跟踪文件位置")),

@@ -91,7 +91,7 @@ class CampaignSize:
             f"{self.max_held_kills}, a seeded sample beyond); {self.damaged_files:,} damaged files; up to "
             f"{self.repair_kills} repairs killed",
             f"{self.events} 个事件；断电：未同步改动不超过 {self.max_unsynced} 个时的每个状态（超过时每个崩溃点按种子"
-            f"抽取 {self.sample_per_point} 个），写在{tears_zh}处撕裂，最多 {self.power_loss_limit:,} 个状态（超过时"
+            f"抽取 {self.sample_per_point} 个），写在{tears_zh}处断开，最多 {self.power_loss_limit:,} 个状态（超过时"
             f"按种子抽样）；在每次 write 和 fsync 之前各杀一次进程（最多 {self.max_held_kills} 次，超过时按种子抽样）；"
             f"{self.damaged_files:,} 个损坏文件；最多杀掉 {self.repair_kills} 次修复")
 
@@ -197,6 +197,15 @@ class Campaign:
         self.verdict.problem = problem
         raise Stopped
 
+    def _in_time(self, stage: str) -> None:
+        """Stop the grading, against the answer, once its time limit is spent (checked before each driver)."""
+        deadline, limit = self.runner.deadline, self.runner.time_limit
+        if deadline is not None and time.monotonic() >= deadline:
+            self._stop(Problem("timeout", both(
+                f"the grading went over its time limit of {limit:g} s at the stage \"{stage}\": the answer's calls are "
+                "too slow to judge every crash state",
+                f"评分在\"{stage}\"阶段超过了 {limit:g} 秒的总时限：答案的调用太慢，无法评判所有崩溃状态")))
+
     # ----------------------------------------------------------------------------- stages
 
     def record(self) -> None:
@@ -251,6 +260,7 @@ class Campaign:
             points = [point for index, point in enumerate(points) if index in chosen]
         states = []
         for number, point in enumerate(points, start=1):
+            self._in_time("held kills")
             run = held_kill(self.runner, self.workspace, self.events, point, f"kill-{number}")
             if run.problem is not None:
                 self._stop(run.problem)
@@ -292,6 +302,7 @@ class Campaign:
         random.Random(f"ex06-repair-kills:{self.seed}").shuffle(candidates)
         states = []
         for number, (parent, point) in enumerate(candidates[:self.size.repair_kills], start=1):
+            self._in_time("repair kills")
             run = killed_recover(self.runner, self.workspace, f"repair-kill-{number}", parent.content, point)
             if run.problem is not None:
                 self._stop(run.problem)
@@ -319,6 +330,7 @@ class Campaign:
         chunks = [fresh[start:start + self.size.batch_size] for start in range(0, len(fresh), self.size.batch_size)]
         running, done = None, 0
         for chunk in chunks:
+            self._in_time(stage)
             batch = self._prepared(chunk)
             start_batch(self.runner, batch, self.continuation)
             if running is not None:
@@ -351,39 +363,43 @@ class Campaign:
 
 @contextlib.contextmanager
 def campaign(answer_source: str, *, seed: int, size: CampaignSize = FULL, sandboxed: bool = True,
-             recorded: bool = True, limits=None, progress=None):
-    """A Campaign for one answer, its workspace and sandbox set up (and taken down afterwards)."""
+             recorded: bool = True, limits=None, progress=None, time_limit: float | None = None):
+    """A Campaign for one answer, its workspace and sandbox set up (and taken down afterwards).
+
+    time_limit: the seconds the whole grading may take, counted from the first driver's start."""
     verdict = Verdict(seed, "strace" if recorded else "local", sandboxed, size)
     with Workspace(sandboxed, mount=recorded) as workspace:
         given, answer = workspace.logs / "given.py", workspace.logs / "answer.py"
         given.write_text(GIVEN_CELL, encoding="utf-8")
         answer.write_text(answer_source, encoding="utf-8")
         if not sandboxed:
-            yield Campaign(Runner(workspace, given, answer, recorded=recorded, sandboxed=False), workspace, seed,
-                           size, verdict, progress)
+            yield Campaign(Runner(workspace, given, answer, recorded=recorded, sandboxed=False, time_limit=time_limit),
+                           workspace, seed, size, verdict, progress)
             return
         sandbox = sandbox_module()
         limits = limits or sandbox.Limits()
         with sandbox.acquire_slot() as slot, sandbox.grading_groups(limits) as groups:
             runner = Runner(workspace, given, answer, recorded=recorded, sandboxed=True, limits=limits, slot=slot,
-                            groups=groups.joined_by("student"))
+                            groups=groups.joined_by("student"), time_limit=time_limit)
             yield Campaign(runner, workspace, seed, size, verdict, progress)
 
 
 def grade(answer_source: str, *, seed: int | None = None, size: CampaignSize = FULL, sandboxed: bool = True,
-          recorded: bool = True, limits=None, progress=None) -> Verdict:
+          recorded: bool = True, limits=None, progress=None, time_limit: float | None = None) -> Verdict:
     """Grade one capstone answer cell (its source text). See the module doc.
 
     recorded=True (the grader) records with strace and raises RecorderUnavailable at once when it
     cannot; sandboxed runs the driver in the student's sandbox (bubblewrap). recorded=False is the
     notebook's local check: no strace, the driver records its own os calls. limits is the sandbox's
     (grading/sandbox.py's Limits; its defaults when None). seed fixes the events, the samples and
-    the damaged files: the same seed gives the same ids and counts.
+    the damaged files: the same seed gives the same ids and counts. time_limit (seconds, None for
+    none) bounds the whole grading: an answer too slow to judge every state in it is refused, with
+    that reason (each call of the answer has its own bound as well, runs.STEP_SECONDS).
     """
     if recorded:
         check_recorder(sandboxed)
     seed = secrets.randbits(32) if seed is None else seed
     with campaign(answer_source, seed=seed, size=size, sandboxed=sandboxed, recorded=recorded, limits=limits,
-                  progress=progress) as run:
+                  progress=progress, time_limit=time_limit) as run:
         run.run()
     return run.verdict

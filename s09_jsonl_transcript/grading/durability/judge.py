@@ -55,10 +55,10 @@ FINDINGS_PER_PROPERTY = 25
 KEPT, WHOLE, TAIL, CLOSED, ONE_WRITE = "kept", "whole", "tail", "closed", "one-write"
 PROPERTIES = {
     KEPT: both("no acknowledged event is lost", "已确认的事件一个也不丢"),
-    WHOLE: both("no record is duplicated or spliced", "没有重复或拼接的记录"),
+    WHOLE: both("no record is duplicated or spliced", "没有重复或内容不符的记录"),
     TAIL: both("a partial tail is forgiven and cut, also when the repair itself crashes",
-               "不完整的尾部被原谅并截掉，修复本身崩溃时也一样"),
-    CLOSED: both("mid-file damage fails closed", "文件中间的损坏一律拒绝读取"),
+               "partial tail 被放过并截掉，修复本身崩溃时也一样"),
+    CLOSED: both("mid-file damage fails closed", "文件中间的损坏一律失败关闭"),
     ONE_WRITE: both("each event is one write", "每个事件只写一次"),
 }
 
@@ -163,10 +163,11 @@ class Judge:
             whole = line is not None and len(made) == 1 and (made[0][0], made[0][0] + made[0][1]) == line
             if not whole:
                 sizes = ", ".join(f"{size} bytes at {offset}" for offset, size in made) or "none"
+                sizes_zh = "，".join(f"字节 {offset} 处 {size} 字节" for offset, size in made) or "无"
                 self.add(ONE_WRITE, _Session(number), both(
                     f"event {number}'s append made {len(made)} writes on the transcript ({sizes}); its record "
                     f"is one line of {line[1] - line[0] if line else '?'} bytes",
-                    f"第 {number} 个事件的 append 在记录文件上写了 {len(made)} 次（{sizes}）；"
+                    f"第 {number} 个事件的 append 在记录文件上写了 {len(made)} 次（{sizes_zh}）；"
                     f"它的记录是一行 {line[1] - line[0] if line else '?'} 字节"))
 
     def state(self, state, reading, observed) -> bool:
@@ -207,7 +208,7 @@ class Judge:
             note(WHOLE, f"another writer's line landed inside event {acknowledged}'s record: an append made of "
                         "several writes can be spliced by any other writer of the file",
                  f"另一个写入者的一行落进了第 {acknowledged} 个事件的记录里：由多次写组成的 append 可能被"
-                 "文件的任何其他写入者拼接")
+                 "文件的任何其他写入者插进来，内容不符")
             if not reading.refused:
                 return
         elif state.campaign in (POWER_LOSS, HELD_KILL, REPAIR, REPAIR_KILL):
@@ -226,7 +227,7 @@ class Judge:
         if recovered is None or "raised" in recovered:
             if reading.torn:
                 note(TAIL, f"recover raised on a file whose only damage is a partial tail: {words[0]}",
-                     f"文件唯一的损坏是不完整的尾部，recover 却抛出了异常：{words[1]}", words)
+                     f"文件唯一的损坏是 partial tail，recover 却抛出了异常：{words[1]}", words)
             else:
                 note(KEPT, f"recover raised on a file with no damage ({acknowledged} acknowledged): {words[0]}",
                      f"文件没有损坏（已确认 {acknowledged} 个事件），recover 却抛出了异常：{words[1]}", words)
@@ -313,7 +314,7 @@ class Judge:
             if after == state.content:
                 english, chinese = (f"recover left the partial tail (bytes {cut_at} to {len(state.content)}) in the "
                                     "file: the next append would land on it",
-                                    f"recover 把不完整的尾部（字节 {cut_at} 到 {len(state.content)}）留在了文件里："
+                                    f"recover 把 partial tail（字节 {cut_at} 到 {len(state.content)}）留在了文件里："
                                     "下一次 append 会接在它后面")
             else:
                 english, chinese = (f"recover must leave the committed records only ({len(expected)} bytes, the tail "

@@ -2,8 +2,9 @@
 nothing else in grading/durability reaches the kit.
 
 Through it come the power-loss model (crashlab/model.py, standard library only), the lesson's
-reading rule as the reference reader (code.read_transcript), and the name of the lesson's error
-class, which the exercise's given cell defines again for the student's sandbox. Should the lesson
+reading rule as the reference reader (code.read_transcript), the name of the lesson's error
+class, which the exercise's given cell defines again for the student's sandbox, and the CJK font the
+local check's figure draws Chinese with. Should the lesson
 change its reader's shape, this module is what adapts.
 """
 
@@ -39,7 +40,7 @@ CONTRACT_ERROR_NAME = TranscriptCorruptionError.__name__  # the given cell's cla
 __all__ = [
     "CONTRACT_ERROR_NAME", "FILLS", "GARBAGE", "HOLE", "MAX_UNSYNCED_CHANGES", "SYNCED", "TORN", "UNSYNCED", "ZEROS",
     "Change", "CrashState", "ReferenceReading", "StateKey", "apply_change", "crash_states", "layout", "parse_key",
-    "plan_states", "reference_read", "state_for",
+    "plan_states", "reference_read", "state_for", "use_cjk_font",
 ]
 
 
@@ -63,6 +64,11 @@ class ReferenceReading:
     def torn(self) -> bool:
         """True when the only damage is at the end: a partial tail, or a last record without its newline."""
         return not self.refused and (self.partial_tail_offset is not None or self.unterminated)
+
+
+def use_cjk_font() -> str:
+    """Let matplotlib draw the findings' Chinese words in this process (the kit's CJK font)."""
+    return kit.use_cjk_font()
 
 
 def reference_read(path, session_id: str) -> ReferenceReading:

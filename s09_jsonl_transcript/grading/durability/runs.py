@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +106,12 @@ class Runner:
     slot: int = 0
     groups: tuple = ()
     started: int = 0  # drivers started so far (each gets its own log)
+    time_limit: float | None = None  # seconds the whole grading may take (None: no limit but each call's)
+    deadline: float | None = None  # time.monotonic() when that time is up (set from time_limit at the start)
+
+    def __post_init__(self):
+        if self.time_limit is not None and self.deadline is None:
+            self.deadline = time.monotonic() + self.time_limit
 
     def driver_argv(self, options: list) -> list:
         """The driver's command, as it runs (in the sandbox or not)."""
@@ -150,15 +157,23 @@ class Runner:
                                        pass_fds=pass_fds, env=environ, cwd=cwd, **popen_options)
         if self.sandboxed:
             command.close()
-        return Driver(process, log if self.recorded else None, stderr)
+        return Driver(process, log if self.recorded else None, stderr, deadline=self.deadline,
+                      time_limit=self.time_limit)
 
 
 class DriverGone(RuntimeError):
-    """The driver stopped answering: it ended, or a call of the answer ran past its time."""
+    """The driver stopped answering: it ended, or a call of the answer ran past its time (over_limit:
+    the grading's whole time, time_limit seconds, ran out first)."""
 
-    def __init__(self, message: str, timed_out: bool = False):
+    def __init__(self, message: str, timed_out: bool = False, time_limit: float | None = None):
         super().__init__(message)
         self.timed_out = timed_out
+        self.time_limit = time_limit
+
+    @property
+    def over_limit(self) -> bool:
+        """True when the grading's own time limit, not one call's, ran out."""
+        return self.time_limit is not None
 
 
 class Driver:
@@ -168,16 +183,18 @@ class Driver:
     the grader prepares the next one); receive takes them in order, with a time limit.
     """
 
-    def __init__(self, process: subprocess.Popen, log: Path | None, stderr: Path):
+    def __init__(self, process: subprocess.Popen, log: Path | None, stderr: Path, *, deadline: float | None = None,
+                 time_limit: float | None = None):
         self.process, self.log, self.stderr = process, log, stderr
+        self.deadline, self.time_limit = deadline, time_limit
         self.answers = []  # every answer line read, in order
         self._queue = queue.Queue()
         self._reader = threading.Thread(target=self._read_answers, daemon=True)
         self._reader.start()
-        self.ready = self.receive(START_SECONDS)
+        self.ready = self.receive(START_SECONDS, deadline=False)  # a start has its own bound, whatever the time
         if self.ready is None or not self.ready.get("ready"):
             raise DriverGone(f"the driver did not start: {self.last_words()}")
-        self.loaded = self.receive(START_SECONDS)
+        self.loaded = self.receive(START_SECONDS, deadline=False)
 
     def _read_answers(self) -> None:
         stream, total = self.process.stdout, 0
@@ -211,13 +228,19 @@ class Driver:
         except (BrokenPipeError, OSError):
             pass
 
-    def receive(self, seconds: float | None = None) -> dict | None:
+    def receive(self, seconds: float | None = None, *, deadline: bool = True) -> dict | None:
         """The next answer line as JSON; None when the driver ended; DriverGone when none came within seconds
-        (STEP_SECONDS when not given)."""
+        (STEP_SECONDS when not given), or before the grading's deadline."""
+        seconds = STEP_SECONDS if seconds is None else seconds
+        over = False
+        if deadline and self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            over, seconds = left <= seconds, max(0.0, min(seconds, left))
         try:
-            message = self._queue.get(timeout=STEP_SECONDS if seconds is None else seconds)
+            message = self._queue.get(timeout=seconds)
         except queue.Empty:
-            raise DriverGone("a call of the answer did not return in time", timed_out=True) from None
+            raise DriverGone("a call of the answer did not return in time", timed_out=True,
+                             time_limit=self.time_limit if over else None) from None
         if message is None:
             self._queue.put(None)  # every later receive sees the end too
         return message

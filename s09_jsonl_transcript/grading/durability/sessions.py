@@ -100,6 +100,11 @@ class Recording:
 
 def _timing_problem(error: DriverGone, english: str, chinese: str) -> Problem:
     """A call that ran past its time (timeout), or a driver that ended (ended), during what the words say."""
+    if error.over_limit:
+        return Problem("timeout", both(
+            f"the grading went over its time limit of {error.time_limit:g} s during {english}: the answer's calls "
+            "are too slow to judge every crash state", f"评分在{chinese}期间超过了 {error.time_limit:g} 秒的总时限："
+            "答案的调用太慢，无法评判所有崩溃状态"))
     if error.timed_out:
         return Problem("timeout", both(f"{english} did not return within its time", f"{chinese}没有在规定时间内返回"))
     return Problem("ended", both(f"the driver's process ended during {english}", f"驱动进程在{chinese}期间结束了"))

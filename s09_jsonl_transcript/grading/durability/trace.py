@@ -12,6 +12,7 @@ call_from_json turns each into the same Call record.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -87,6 +88,7 @@ def _bytes(body: str) -> bytes:
 _ESCAPED = re.compile(r"((?:\\x[0-9a-f]{2})*)")
 
 
+@functools.lru_cache(maxsize=4096)  # a log names the same few files on most of its lines
 def _text(body: str) -> str:
     """A path as the log spells it as text: its \\xHH escapes decoded, and what follows them (-yy's note
     on a device, "<char 1:3>") dropped; or a name that is not a path, such as pipe:[12], as it is."""
@@ -293,18 +295,19 @@ def parse_log(lines) -> Log:
         line = line.rstrip("\n")
         if not line:
             continue
-        unfinished = _UNFINISHED.match(line)
+        # the shapes below are rare: a look for their marks first spares most lines three matches
+        unfinished = _UNFINISHED.match(line) if line.endswith(" <unfinished ...>") else None
         if unfinished:
             pending[int(unfinished["pid"])] = unfinished["head"]
             continue
-        resumed = _RESUMED.match(line)
+        resumed = _RESUMED.match(line) if "<... " in line else None
         if resumed:
             head = pending.pop(int(resumed["pid"]), None)
             if head is None:
                 log.unparsed.append(line)
                 continue
             line = f"{resumed['pid']} {head}{resumed['rest']}"
-        ending = _EXIT.match(line)
+        ending = _EXIT.match(line) if line.endswith(" +++") else None
         if ending:
             log.endings[int(ending["pid"])] = ending["what"]
             continue
