@@ -123,7 +123,7 @@ def _lab_environment(state_dir: Path, root: Path) -> dict[str, str]:
         "JUPYTERLAB_SETTINGS_DIR": "lab-settings",
         "JUPYTERLAB_WORKSPACES_DIR": "lab-workspaces",
         "IPYTHONDIR": "ipython",
-        "S09_AGENT_HOME": "agent-home",  # notebook 9 looks for ~/.claude and ~/.codex here: an empty folder
+        "S09_AGENT_HOME": "agent-home",  # notebook 10 looks for ~/.claude and ~/.codex here: an empty folder
     }
     for variable, name in folders.items():
         (state_dir / name).mkdir(parents=True, exist_ok=True)

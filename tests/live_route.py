@@ -1,5 +1,5 @@
 """The widget actions of the 15-minute live route (docs/teaching.md): its five stops in notebooks 1 to 5, and
-its extras in notebooks 6 and 7 (beyond the lesson: notebooks/<language>/beyond-s09/).
+its extras in notebooks 6 and 8 (beyond the lesson: notebooks/<language>/beyond-s09/).
 
 Each step is what the instructor does at one stop: the settings, then one press (or one move of a
 slider or checkbox), written as the kernel would run it after Run All. `shows` is a piece of text the
@@ -26,8 +26,12 @@ class Step:
         return self.shows if isinstance(self.shows, str) else self.shows[language]
 
 
+FLIPS = "4. Every flipped bit, with the hash chain off and on"  # notebook 6's section of the byte slider
 ROUTE = {
     "01_events_on_disk.ipynb": [
+        # Run All leaves the panel at 7 events (its drive cell ends on the slider): Reset first, then step
+        Step("Your turn: step through it yourself", "Reset", "panel.reset_button.click()", "panel.status.value",
+             {"en": "0 of 12 events on disk", "zh": "磁盘上有 0 个事件（共 12 个"}),
         *[Step("Your turn: step through it yourself", "Next event", "panel.next_button.click()",
                "panel.status.value", {"en": " of 12 events on disk (session-2.jsonl exists: True)",
                                       "zh": "个事件（共 12 个；session-2.jsonl 存在：True）"}) for _ in range(3)],
@@ -99,19 +103,19 @@ ROUTE = {
              {"en": "<b>candidate</b> (no event body inside)", "zh": "<b>候选</b>（不含事件正文）"}),
     ],
     "beyond-s09/06_crash_lab.ipynb": [
-        Step("Campaign 1: kill writers at random moments", "Kill 12 writers",
+        Step("1. Kill writers at random moments", "Kill 12 writers",
              "kill_panel.button.click()", "kill_panel.result.value",
              {"en": "every acknowledged event survived every kill", "zh": "每个已确认的事件都挺过了每一次杀进程"}),
-        Step("Campaigns 3 and 4", "hash chain off, byte 200",
+        Step(FLIPS, "hash chain off, byte 200",
              "flip_panel.chain.value = False\nflip_panel.offset.value = 200", "flip_panel.result.value",
              {"en": "accepted with different content (12 events)", "zh": "内容被改却照样接受（12 个事件）"}),
-        Step("Campaigns 3 and 4", "hash chain on", "flip_panel.chain.value = True", "flip_panel.result.value",
+        Step(FLIPS, "hash chain on", "flip_panel.chain.value = True", "flip_panel.result.value",
              {"en": "chain mismatch", "zh": "哈希链对不上"}),
-        Step("Campaigns 3 and 4", "byte slider all the way right (the final newline)",
+        Step(FLIPS, "byte slider all the way right (the final newline)",
              "flip_panel.offset.value = flip_panel.offset.max", "flip_panel.result.value",
              {"en": "partial tail ignored (11 events)", "zh": "已忽略 partial tail（11 个事件）"}),
     ],
-    "beyond-s09/07_lesson_to_production.ipynb": [
+    "beyond-s09/08_read_model_and_turns.ipynb": [
         Step("Crash lab", "crash after 6, Crash and recover", "lab.point.value = 6\nlab.button.click()",
              "lab.summary", {"en": "killed after 6 events; a fresh process reads state running and must: write_file "
                                    "(call_2) may have run: repeat it only with an idempotency key",

@@ -427,7 +427,7 @@ def test_a_result_whose_call_is_missing_is_counted_and_left_out_of_replay(tmp_pa
 
 def test_seed_002_through_the_adapter_gives_the_answers_issue_20_found_missing(tmp_path):
     """Read as it is, seed 002's log replayed 0 messages, counted 0 tool calls and hid its pending write."""
-    from s09_jsonl_transcript.lessons.lesson_to_production import recovery_plan
+    from s09_jsonl_transcript.lessons.read_model_and_turns import recovery_plan
     from s09_jsonl_transcript.production.turns import audit, session_status
 
     events = written_events(import_session(SEED, tmp_path))

@@ -1,4 +1,5 @@
-"""Notebook 9's helpers (lessons/your_agents_transcript.py); the saved notebook holds nothing of a machine."""
+"""Notebook 10's helpers (lessons/your_agents_transcript.py) and its own importer; the saved notebook holds nothing of
+a machine."""
 
 import json
 import os
@@ -13,7 +14,7 @@ from s09_jsonl_transcript.lessons import your_agents_transcript as your_agent
 from s09_jsonl_transcript.text import i18n
 
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOK = "beyond-s09/09_your_agents_transcript.ipynb"
+NOTEBOOK = "beyond-s09/10_your_agents_transcript.ipynb"
 CLAUDE, CODEX = SAMPLES["claude-code"], SAMPLES["codex"]
 
 
@@ -72,15 +73,28 @@ def test_the_saved_notebook_shows_the_sentence_for_a_machine_without_sessions(la
     i18n.use(language)
     expected = your_agent.own_sessions(home=REPO / "no-such-home") + "\n"
     assert ["".join(output["text"]) for output in own[0]["outputs"]] == [expected], (
-        "notebook 9 was saved on a machine with agent sessions: rebuild it with HOME pointed at an empty folder")
+        "notebook 10 was saved on a machine with agent sessions: rebuild it with HOME pointed at an empty folder")
 
 
-def test_the_last_turn_starts_at_the_last_message_the_user_typed(tmp_path):
-    events = DurableTranscript(import_session(CLAUDE, tmp_path).target).read_events()
-    turn = your_agent.last_turn(events)
-    typed = [e for e in events if e["type"] == "message" and e["role"] == "user" and isinstance(e["content"], str)]
-    assert turn[0] == typed[-1] and turn[-1] == events[-1]
-    assert all(not your_agent.is_user_text(e) for e in turn[1:])
+def test_the_notebook_s_codex_importer_accounts_for_every_line_and_agrees_with_the_kit(tmp_path):
+    from chapter_code import run_cells
+
+    cells = run_cells("beyond-s09/10_your_agents_transcript", ["language", "a9000002", "codex-lines", "codex-event",
+                                                               "codex-import-cell", "codex-check-cell"])
+    try:
+        counts = cells["counts"]
+        assert sum(counts.values()) == len(CODEX.read_bytes().splitlines())
+        assert cells["lesson_fields"](cells["mine"]) == cells["lesson_fields"](cells["theirs"])
+        assert counts["kept as evidence"] == cells["kit"].lines["evidence"] > 0 and counts["duplicate"] == 1
+        event = cells["codex_event"]({"type": "response_item", "payload": {
+            "type": "function_call", "name": "shell", "arguments": "not json", "call_id": "c"}})
+        assert event["arguments"] == {"input": "not json"}  # free text kept whole, as the kit keeps it
+        kept = cells["codex_event"]({"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                                            "content": [{"type": "input_text",
+                                                                                         "text": " "}]}})
+        assert kept["type"] == "source-record"  # a message with only white space is evidence, not a message
+    finally:
+        cells["workdir"].cleanup()
 
 
 def test_the_tree_walk_follows_parent_uuid_from_the_leaf(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from s09_jsonl_transcript.code import TYPE_AI_TITLE
 from s09_jsonl_transcript.crashlab import damage
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons.lesson_to_production import build_sample_root
+from s09_jsonl_transcript.lessons.read_model_and_turns import build_sample_root
 from s09_jsonl_transcript.production.index import (
     INDEX_SCHEMA_VERSION,
     SOURCE_INDEX,

@@ -161,14 +161,14 @@ def test_links_from_the_notebooks_folder_climb_out_of_it():
     assert "](02_crash_injection.ipynb)" in chinese and f"](../../{exercises}/ex01_last_turn_replay.ipynb)" in chinese
 
 
-def test_notebook_9_shows_the_lesson_s_comparison_with_real_agents_formats():
+def test_notebook_10_shows_the_lesson_s_comparison_with_real_agents_formats():
     rows = {section: places for section, _, places in lesson_map("en")}
-    nb9 = "notebooks/en/beyond-s09/09_your_agents_transcript.ipynb"
+    nb10 = "notebooks/en/beyond-s09/10_your_agents_transcript.ipynb"
     for section in ("WorkBuddy 架构对照 · 事件格式", "WorkBuddy 架构对照 · 文件位置", "练习 1. 截断回放",
                     "常见误区：对任意坏行都静默跳过"):
-        assert nb9 in [place.path for place in rows[section]], section
-    chinese = Place(nb9, "A partial tail").in_language("zh")
-    assert chinese.path == "notebooks/zh/beyond-s09/09_your_agents_transcript.ipynb"
+        assert nb10 in [place.path for place in rows[section]], section
+    chinese = Place(nb10, "A partial tail").in_language("zh")
+    assert chinese.path == "notebooks/zh/beyond-s09/10_your_agents_transcript.ipynb"
     assert chinese.heading == "这里的 partial tail"
 
 

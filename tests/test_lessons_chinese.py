@@ -1,4 +1,4 @@
-"""Chapters 1-3 and notebook 7's module in Chinese: every plot draws every glyph, and what a student reads is Chinese.
+"""Chapters 1-3 and notebook 8's module in Chinese: every plot draws every glyph, and what a student reads is Chinese.
 
 Each module is rendered after i18n.use("zh"), as the Chinese notebooks do: its plots are drawn to
 PNG with warnings turned into errors (a glyph missing from the fonts is a warning), and the texts
@@ -19,10 +19,9 @@ import pytest  # noqa: E402
 from chapter_code import run_cells  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from s09_jsonl_transcript.lab import DurableTranscript  # noqa: E402
-from s09_jsonl_transcript.lessons import lesson_to_production as production  # noqa: E402
+from s09_jsonl_transcript.lessons import read_model_and_turns as production  # noqa: E402
 from s09_jsonl_transcript.production.index import TranscriptIndex, format_hits, format_sessions  # noqa: E402
-from s09_jsonl_transcript.production.turns import audit  # noqa: E402
+from s09_jsonl_transcript.production.turns import TURNS_SCRIPT  # noqa: E402
 from s09_jsonl_transcript.text import i18n  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -131,81 +130,18 @@ def test_chapter_3_s_byte_map_and_damage_lab_are_chinese():
     assert lab.position.description == "行" and lab.result_text == "完好（4 个事件）：删除一行，位置 5"
 
 
-# --------------------------------------------------------------------------- notebook 7: production
-
-NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*")
+# --------------------------------------------------------------------------- notebook 8: the read model and turns
 
 
-def samples(rounds: int = 6) -> dict:
-    """Write costs as measure_write_costs returns them (seconds per event), made up and varied by round."""
-    base = {"append": 480e-6, "bare": 360e-6, "write_only": 14e-6, "sqlite_FULL": 560e-6, "sqlite_NORMAL": 90e-6,
-            "batch_4": 170e-6, "batch_16": 60e-6}
-    return {name: [value * (1 + 0.1 * (n % 3)) for n in range(rounds)] for name, value in base.items()}
-
-
-READS = {1_000: {"replay": [0.004, 0.005], "recover": [0.010, 0.012]},
-         16_000: {"replay": [0.004, 0.004], "recover": [0.150, 0.160]}}
-
-
-def in_english(function, *args, **kwargs):
-    i18n.use("en")
-    try:
-        return function(*args, **kwargs)
-    finally:
-        i18n.use("zh")
-
-
-def test_the_plots_of_notebook_7_are_drawn_in_chinese():
-    measured = samples()
-    for draw in (production.draw_fsync_cost, production.draw_pairs, production.draw_batching,
-                 production.draw_jsonl_vs_sqlite):
-        figure = Figure(figsize=(7, 4))
-        axes = figure.subplots()
-        draw(axes, measured)
-        drawn(figure)
-        assert chinese(axes.get_title()) and chinese(axes.get_ylabel()), draw.__name__
-    pairs = Figure(figsize=(7, 4))
-    production.draw_pairs(pairs.subplots(), measured)
-    drawn(pairs)
-    legend = [text.get_text() for text in pairs.axes[0].get_legend().get_texts()]
-    assert legend[1] == "用时相同" and legend[0].startswith("一个点是一轮") and chinese(pairs.axes[0].get_xlabel())
-    boxes = Figure(figsize=(7, 4))
-    production.draw_fsync_cost(boxes.subplots(), measured)
-    drawn(boxes)
-    ticks = [label.get_text() for label in boxes.axes[0].get_xticklabels()]
-    assert all(chinese(tick) for tick in ticks) and boxes.axes[0].get_ylabel() == "每个事件的微秒数（对数刻度）"
-    reads = Figure(figsize=(7, 4))
-    production.draw_reads(reads.subplots(), READS)
-    texts = drawn(reads)
-    assert "全量读取与尾部读取" in texts and "replay(1000)：只读尾部" in texts and chinese(reads.axes[0].get_xlabel())
-
-
-def test_the_summaries_of_notebook_7_are_chinese_and_hold_the_english_numbers():
-    measured = samples()
-    for summary, argument in ((production.fsync_summary, measured), (production.batching_summary, measured),
-                              (production.reads_summary, READS), (production.sqlite_summary, measured)):
-        said = summary(argument)
-        assert chinese(said.splitlines()[0]), said
-        assert sorted(NUMBER.findall(said)) == sorted(NUMBER.findall(in_english(summary, argument))), summary.__name__
-    header = production.batching_summary(measured).splitlines()[0]
-    assert header.split() == ["批次大小", "每秒事件数（中位数）", "是逐条", "append", "速率的几倍"]
-    for check in (production.LibraryVsBare(60, 20), production.LibraryVsBare(5, 5)):
-        english = in_english(str, check)
-        assert chinese(str(check)) and sorted(NUMBER.findall(str(check))) == sorted(NUMBER.findall(english))
-    assert str(production.LibraryVsBare(60, 20)) == (
-        "60 轮里有 20 轮 append 用时比裸的 os.write + fsync 还短（计时有噪声：这个次数只显示，不检查）")
-
-
-def test_the_recovery_plans_and_tables_of_notebook_7_are_chinese():
-    rows = production.crash_points()
-    assert all(chinese(row["plan"].action) for row in rows)
-    pending = rows[6]["plan"].action
+def test_the_recovery_plans_and_tables_of_notebook_8_are_chinese():
+    plans = [production.recovery_plan([{**event, "sequence": number}
+                                       for number, event in enumerate(TURNS_SCRIPT[:count], 1)])
+             for count in range(len(TURNS_SCRIPT) + 1)]
+    assert all(chinese(plan.action) for plan in plans)
+    pending = plans[6].action
     assert pending.startswith("write_file (call_2) 可能已经执行过") and "幂等键" in pending
-    assert str(rows[7]["plan"]) == ("running：从最后一个事件之后继续 turn 1；"
-                                    "绝不重复 write_file (call_2)：它的结果已在磁盘上")
-    table = production.crash_point_table(rows).data
-    assert "新进程必须做什么" in table and "1 到 3" in table and "（还没有）" in table
-    assert "下一个状态" in production.transition_table().data
+    assert str(plans[7]) == ("running：从最后一个事件之后继续 turn 1；"
+                             "绝不重复 write_file (call_2)：它的结果已在磁盘上")
     said = production.departure_texts()
     only_names = {"max_tool_calls_per_turn", "idle + user_message -> running", "user_interrupt, compaction_trigger"}
     assert all(chinese(text) for english, text in said.items() if english not in only_names)
@@ -214,13 +150,11 @@ def test_the_recovery_plans_and_tables_of_notebook_7_are_chinese():
     broken = production.recovery_plan([{"type": "turn_start", "turn_number": 1, "sequence": 1},
                                        {"type": "turn_start", "turn_number": 2, "sequence": 2}])
     assert str(broken).endswith("（1 个异常）")
-    anomaly = production.anomaly_text(broken.status.anomalies[0])  # the library's text, in Chinese too
-    assert anomaly.startswith("事件 2：turn 1 还开着时 turn 2 开始了")
-    assert production.same_as_folded_text(True) == "与 fold 前缀得到的计划相同：True"
-    assert production.rebuild_text(True, False).splitlines() == ["每一行都和删除前一样：True", "改过的标题还在：False"]
+    anomaly = i18n.library_text(broken.status.anomalies[0].message)  # the library's text, in Chinese too
+    assert anomaly.startswith("turn 1 还开着时 turn 2 开始了")
 
 
-def test_the_index_listings_and_the_audit_of_notebook_7_are_chinese(tmp_path):
+def test_the_index_listings_of_notebook_8_are_chinese(tmp_path):
     production.build_sample_root(tmp_path)
     index = TranscriptIndex(tmp_path)
     scanned = format_sessions(index.sessions()).splitlines()
@@ -228,11 +162,6 @@ def test_the_index_listings_and_the_audit_of_notebook_7_are_chinese(tmp_path):
         "notes/chat  （无标题）  [2 个事件，更新于 2026-01-05T09:00:14+00:00]")
     assert str(index.sync()) == "新增 3，更新 0，未变 0，移除 0，损坏 0"
     assert format_hits(index.search("add()", limit=1)).splitlines()[-1] == "（命中数超过了上限 1）"
-    assert production.title_kept_text(index) == "改过的标题保存在 user-titles.sqlite3 里"
-    report = audit(DurableTranscript(tmp_path / "projects" / "calc" / "with-turns.jsonl").read_events())
-    lines = production.audit_text(report).splitlines()
-    assert lines[0].startswith("共结束 6 个 turn") and lines[1] == "token：输入 13700，输出 400，费用 $0.0468"
-    assert lines[-1].endswith("run_tests（call_5）：error")
 
 
 def test_the_crash_lab_speaks_chinese_before_and_after_a_press(tmp_path):
@@ -241,7 +170,7 @@ def test_the_crash_lab_speaks_chinese_before_and_after_a_press(tmp_path):
     before = lab.result.value
     assert chinese(before) and chinese(lab.summary)
     lab.button.click()
-    assert lab.result.value != before and lab.result.value.startswith("崩溃 1：<b>写入 7 个事件后被杀</b>")
+    assert lab.result.value != before and lab.result.value.startswith("<p>崩溃 1：写入 7 个事件后被杀")
     assert lab.summary.endswith("必须：从最后一个事件之后继续 turn 1；绝不重复 write_file (call_2)：它的结果已在磁盘上")
     lab.point.value = 6
     lab.button.click()

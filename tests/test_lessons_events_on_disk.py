@@ -1,4 +1,4 @@
-"""Chapter 1's panel, driven with the chapter's own Transcript and growth picture, and notebook 7's padding.
+"""Chapter 1's panel, driven with the chapter's own Transcript and growth picture, and its padding helpers.
 
 The panel appends the scripted session with whatever transcript class it is given and shows the picture the
 given drawing function makes of the file: here the chapter's own, taken from its cells (chapter_code).
@@ -96,6 +96,6 @@ def test_code_py_s_class_drives_the_panel_to_the_same_file(chapter, tmp_path):
 
 
 def test_a_chinese_character_takes_two_columns():
-    """Notebook 7's tables pad with these."""
+    """Tables in two languages pad with these (no notebook uses them since issue 54; the tests keep them honest)."""
     assert display_width("ab") == 2 and display_width("事件") == 4
     assert pad("事件", 6) == "事件  " and pad("ab", 4, right=True) == "  ab"

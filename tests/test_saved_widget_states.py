@@ -98,7 +98,7 @@ def test_notebook_5_saves_the_gates_answer_for_the_selection_it_shows(tmp_path, 
 @in_languages()
 def test_notebook_6_saves_the_flip_verdict_for_the_byte_and_chain_it_shows(language):
     labels = LABELS[language]
-    models = displayed_widgets(load(NOTEBOOKS / language / "beyond-s09" / "06_crash_lab.ipynb"), "3166d00d")
+    models = displayed_widgets(load(NOTEBOOKS / language / "beyond-s09" / "06_crash_lab.ipynb"), "flip-panel")
     offset = one(models, "IntSliderModel", description=labels["byte"])
     chained = one(models, "CheckboxModel", description=labels["chain"])["value"]
     shown = one(models, "LabelModel")["value"]

@@ -23,7 +23,7 @@ from s09_jsonl_transcript.code import (
     run_agent,
 )
 from s09_jsonl_transcript.lab import DurableTranscript, OsFileIO
-from s09_jsonl_transcript.lessons import lesson_to_production as production
+from s09_jsonl_transcript.lessons import read_model_and_turns as production
 from s09_jsonl_transcript.production import index, live, timeouts, turns
 from s09_jsonl_transcript.production.live import CommitRefused, SessionEventLog, is_delta
 from s09_jsonl_transcript.production.timeouts import ManualClock
@@ -581,7 +581,16 @@ def read_models_of_surfaces(tmp):
     from s09_jsonl_transcript.lessons import live_session
 
     log = new_log(tmp)
-    view = live_session.LiveView(log, pace=0)
+    def reply(log, pace):  # one turn whose answer is streamed in two deltas, then committed
+        turn = log.start_turn()["turn_number"]
+        stream = log.open_stream("text")
+        for piece in ("It waits ", "for the disk."):
+            stream.delta(piece)
+        stream.commit({"type": "message", "role": "assistant", "content": stream.text})
+        log.end_turn(turn)
+        return {"turn": turn, "deltas": 2}
+
+    view = live_session.LiveView(log, reply=reply, pace=0)
     view.stream()
     assert view.overlay == {} and view.deltas_seen > 0  # the committed part replaced its deltas
     view.subscription.release()

@@ -80,7 +80,7 @@ COUNTED = [
     ("graded exercises", [rf"\b{EN_NUMBER} graded exercises\b", rf"{ZH_NUMBER} ?个计分练习"], exercises, "exactly"),
     ("the lesson's chapters", [rf"\b(?:lesson's|lesson is the) {EN_NUMBER} chapters\b",
                                rf"课文(?:的|是[^。]*里的){ZH_NUMBER}章"], chapters, "exactly"),
-    # the notebooks beyond the lesson, "notebooks 6 to 9": the range ends at the last notebook
+    # the notebooks beyond the lesson, "notebooks 6 to 10": the range ends at the last notebook
     ("the last notebook", [rf"\b[Nn]otebooks 0?6 to {EN_NUMBER}\b", rf"第 ?6 ?到 ?{ZH_NUMBER} ?本"], notebooks,
      "exactly"),
     ("code.py's lines", [rf"\bunder {EN_NUMBER} lines\b", rf"不到 ?{ZH_NUMBER} ?行"], lines_of_the_lesson, "under"),

@@ -5,7 +5,7 @@ import pytest
 
 from s09_jsonl_transcript.code import TYPE_FUNCTION_CALL, MockLLM, run_agent
 from s09_jsonl_transcript.lab import DurableTranscript
-from s09_jsonl_transcript.lessons import lesson_to_production as production
+from s09_jsonl_transcript.lessons import read_model_and_turns as production
 from s09_jsonl_transcript.production import turns
 from s09_jsonl_transcript.production.departures import PAGE, DeparturesUnavailable, read_departures
 from s09_jsonl_transcript.production.turns import (
@@ -359,12 +359,11 @@ def test_reading_the_departures_refuses_a_missing_page_or_section_and_a_broken_r
 
 
 def test_every_crash_point_of_the_script_folds_its_prefix_and_reaches_every_state():
-    rows = production.crash_points()
-    assert [row["events"] for row in rows] == list(range(len(TURNS_SCRIPT) + 1))
-    for row in rows:
-        assert row["status"] == session_status(numbered(TURNS_SCRIPT[: row["events"]]))
-        assert row["status"].anomalies == []
-    reached = {(row["status"].state, row["status"].decision) for row in rows}
+    plans = [production.recovery_plan(numbered(TURNS_SCRIPT[:count])) for count in range(len(TURNS_SCRIPT) + 1)]
+    for count, plan in enumerate(plans):
+        assert plan.status == session_status(numbered(TURNS_SCRIPT[:count]))
+        assert plan.status.anomalies == []
+    reached = {(plan.status.state, plan.status.decision) for plan in plans}
     assert {state for state, _ in reached} == set(STATES)
     assert set(DECISIONS.values()) | {(turns.RUNNING, turns.RERUN), (turns.PAUSED, turns.WAIT_FOR_RESUME)} <= reached
 
@@ -372,7 +371,7 @@ def test_every_crash_point_of_the_script_folds_its_prefix_and_reaches_every_stat
 @pytest.mark.parametrize("count", [0, 5, 14, 19, len(TURNS_SCRIPT)])
 def test_a_killed_writer_leaves_what_it_appended_and_recovery_decides_from_it(tmp_path, count):
     path = tmp_path / "killed.jsonl"
-    status = production.crash_and_recover(path, count)
+    status = production.crash_and_plan(path, count).status
     events = DurableTranscript(path).read_events()
     assert [{k: v for k, v in e.items() if k in TURNS_SCRIPT[i]} for i, e in enumerate(events)] == list(
         TURNS_SCRIPT[:count])
@@ -381,7 +380,7 @@ def test_a_killed_writer_leaves_what_it_appended_and_recovery_decides_from_it(tm
 
 def test_a_killed_writer_released_its_lock(tmp_path):
     path = tmp_path / "killed.jsonl"
-    production.crash_and_recover(path, 3)
+    production.crash_and_plan(path, 3)
     with DurableTranscript(path) as transcript:  # the kill dropped the lock: a new writer may append
         assert transcript.append(turn_end_event(1, turns.REASON_ERROR))["sequence"] == 4
     assert session_status(DurableTranscript(path).read_events()).state == turns.ERROR

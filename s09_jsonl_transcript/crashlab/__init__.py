@@ -10,9 +10,10 @@
 Campaigns 1-6 run against both transcript classes (crashlab/subjects.py): the lab's
 DurableTranscript and the lesson's own code.JSONLTranscript; the commands run both and
 report each apart. Each campaign is also a command:  python -m s09_jsonl_transcript.crashlab --help
-Notebook 6's plots and widgets are in lessons/crash_lab.py: the lessons import the crash
-lab, never the other way round. The power-loss model itself is crashlab/model.py: standard library
-only, so the capstone's grader builds its states with it without loading the kit.
+Notebook 6 draws its plots in its own cells; its widget panels are in lessons/crash_lab.py: the
+lessons import the crash lab, never the other way round. The power-loss model itself is
+crashlab/model.py: standard library only, so the capstone's grader builds its states with it
+without loading the kit.
 """
 
 import importlib

@@ -38,7 +38,7 @@ SAMPLES = {
     "seed-002": SAMPLES_DIR / "seed-002" / "http-server.jsonl",
     "workbuddy": SAMPLES_DIR / "workbuddy" / "session_abc123.jsonl",
 }
-# Codex CLI's older layout (before mid-September 2025): a synthetic session, kept out of SAMPLES (notebook 9's)
+# Codex CLI's older layout (before mid-September 2025): a synthetic session, kept out of SAMPLES (notebook 10's)
 LEGACY_CODEX_SAMPLE = SAMPLES_DIR / "codex" / "rollout-2025-08-20T10-00-00-5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d.jsonl"
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Notebook 8's writer process: it streams part of a reply and waits to be killed.
+"""Notebook 9's writer process: it streams part of a reply and waits to be killed.
 
 Kept apart from live_session.py so the child process imports no widgets and no plotting: it
 starts faster, and it is what a real agent process would load.

@@ -1,9 +1,10 @@
-"""Notebook 9, your own agent's transcript: a real agent's file seen through the lesson, imported, replayed.
+"""Notebook 10, your own agent's transcript: a real agent's file seen through the lesson, imported, replayed.
 
-The notebook imports the bundled synthetic samples (importers.SAMPLES), replays the last turn,
-chooses a memory candidate from it, damages copies to apply the lesson's rules (a partial tail, a
-bad line in the middle), compares the tree of Claude Code's parentUuid links with the sequence the
-import gives, and finally imports the student's own sessions when there are any. That last step
+The notebook writes an importer for Codex CLI's format in its cells; with the kit's importers it imports the
+bundled synthetic samples (importers.SAMPLES), and this module says what they did: the import summary, a
+turn's events, damaged copies for the lesson's rules (a partial tail, a bad line in the middle), the tree of
+Claude Code's parentUuid links against the sequence the import gives, and finally the student's own
+sessions when there are any. That last step
 prints counts only, never a file name, a path or a line of content, so a saved notebook holds
 nothing of the machine it ran on.
 
@@ -12,7 +13,6 @@ Every sentence is in the language in use (i18n.use); the Chinese is in locale/zh
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -28,17 +28,6 @@ OWN_SESSION_LIMIT = 3  # the newest sessions of each agent imported by the last 
 CLAUDE_FOLDER = (".claude", "projects")
 CODEX_FOLDER = (".codex", "sessions")
 AGENT_HOME_VARIABLE = "S09_AGENT_HOME"
-
-
-def peek(path, count: int = 3) -> str:
-    """The first count lines of a raw file: each one's type and field names (no content)."""
-    shown = []
-    with open(path, "rb") as file:
-        for number, raw in zip(range(1, count + 1), file):
-            record = json.loads(raw)
-            shown.append(tr("line {number}: type {type}; fields {fields}", number=number,
-                            type=record.get("type"), fields=", ".join(sorted(record))))
-    return "\n".join(shown)
 
 
 def target_name(summary: ImportSummary) -> str:
@@ -67,12 +56,6 @@ def summary_text(summary: ImportSummary) -> str:
 def is_user_text(event: dict) -> bool:
     """True for a message the user typed (not a tool result, which the lesson keeps as its own type)."""
     return event["type"] == TYPE_MESSAGE and event["role"] == "user" and isinstance(event["content"], str)
-
-
-def last_turn(events: list) -> list:
-    """The events of the last turn: from the last message the user typed to the end of the transcript."""
-    starts = [index for index, event in enumerate(events) if is_user_text(event)]
-    return events[starts[-1]:] if starts else list(events)
 
 
 def events_text(events: list, width: int = 88) -> str:
