@@ -204,6 +204,57 @@ FD_CALLS = ("write", "writev", "pwrite", "fsync", "fdatasync", "ftruncate", "clo
             "posix_fallocate")
 
 
+# ---------------------------------------------------------------- the answer cell, as a notebook runs it
+
+
+class NotebookShell:
+    """What get_ipython() gives the answer cell here: IPython's translation of a line magic or a shell
+    escape calls it (grading/durability/cell.py translates the cell on the grader's side). The magics
+    that time a statement run it once; the rest (%matplotlib, !ls, ...) only change what a notebook
+    shows, and do nothing here."""
+
+    TIMING = ("time", "timeit", "prun")
+
+    def __init__(self, namespace: dict):
+        self.namespace = namespace
+
+    def run_line_magic(self, name: str, line: str, _stack_depth: int = 1):
+        """%time STATEMENT and its kind run STATEMENT once, its options left out; the others do nothing."""
+        words = line.split()
+        while name in self.TIMING and words and words[0].startswith("-"):  # -n 3, -r 1, -q, ...
+            words = words[2:] if words[0] in ("-n", "-r", "-p", "-o", "-s", "-l", "-T", "-D") else words[1:]
+        statement = line[line.find(words[0]):] if words else ""
+        if name in self.TIMING and statement:
+            return run_source(statement, "<a timed line>", self.namespace)
+        return None
+
+    def run_cell_magic(self, name: str, line: str, cell: str):
+        """A cell magic nested in a cell: a timing one runs its body once, any other does nothing."""
+        if name in self.TIMING or name == "capture":
+            run_source(cell, "<a magic's cell>", self.namespace)
+
+    def system(self, command: str) -> None:
+        """!command: a notebook shows its output; here it runs nothing."""
+
+    def getoutput(self, command: str) -> list:
+        """x = !command: nothing ran, so nothing was printed."""
+        return []
+
+
+def run_source(source: str, label: str, namespace: dict):
+    """Run source in namespace as a notebook cell runs: top-level await allowed (the cell is then
+    awaited in an event loop of its own)."""
+    import ast
+
+    code = compile(source, label, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    if code.co_flags & 0x80:  # inspect.CO_COROUTINE: the cell awaits at its top level
+        import asyncio
+
+        return asyncio.run(eval(code, namespace))  # noqa: S307 - the driver's whole purpose
+    exec(code, namespace)  # noqa: S102 - the driver's whole purpose
+    return None
+
+
 # ---------------------------------------------------------------- the commands
 
 
@@ -223,11 +274,13 @@ def run_batch(channel: Channel, command: dict, functions: dict, contract_error) 
 def load(channel: Channel, given_path: str, answer_path: str):
     """Run the given cell, then the answer cell; return (namespace, the contract's error class)."""
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    shell = NotebookShell(namespace)
+    namespace["get_ipython"] = lambda: shell  # as in a notebook, where every cell can call it
     for label, path in (("given cell", given_path), ("answer cell", answer_path)):
         with open(path, encoding="utf-8") as file:
             source = file.read()
         try:
-            exec(compile(source, f"<{label}>", "exec"), namespace)  # noqa: S102 - the driver's whole purpose
+            run_source(source, f"<{label}>", namespace)
         except BaseException as error:  # noqa: BLE001
             channel.send({"loaded": False, "cell": label, "raised": describe_error(error, None),
                           "traceback": traceback.format_exc()[-2000:]})

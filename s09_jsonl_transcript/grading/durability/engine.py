@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..words import both
+from .cell import as_python
 from .contract import (
     GIVEN_CELL,
     SESSION_ID,
@@ -371,7 +372,7 @@ def campaign(answer_source: str, *, seed: int, size: CampaignSize = FULL, sandbo
     with Workspace(sandboxed, mount=recorded) as workspace:
         given, answer = workspace.logs / "given.py", workspace.logs / "answer.py"
         given.write_text(GIVEN_CELL, encoding="utf-8")
-        answer.write_text(answer_source, encoding="utf-8")
+        answer.write_text(as_python(answer_source), encoding="utf-8")  # the notebook's syntax as Python
         if not sandboxed:
             yield Campaign(Runner(workspace, given, answer, recorded=recorded, sandboxed=False, time_limit=time_limit),
                            workspace, seed, size, verdict, progress)
