@@ -139,12 +139,23 @@ CHAPTER_4 = ["language", "8d7f997f", "a7d98116", "05b00c15", "260dd8fa", "43a0a8
 WINDOWS = (0, 1, 2, 3, 4, 6, 8, 12, 100, SESSION_MAX_ITEMS)
 
 
+def one_event_of_every_type() -> list[dict]:
+    """A session of one event of each type of code.py's table, with the fields replay needs, a call's result
+    after its call: a type added to the table is compared before any input of the chapter holds one."""
+    now = ticking_clock()
+    events = []
+    for sequence, (kind, fields) in enumerate(code.EVENT_TYPES.items(), start=1):
+        events.append({**code.envelope("every-type", sequence, now()), "type": kind, **{name: name for name in fields}})
+    return events
+
+
 def test_chapter_4_folds_every_file_and_window_as_code_py_does():
     four = run_cells("04_replay_window", CHAPTER_4)
     files = {"the session": four["path"], "as the crash left it": four["as_left"], "answered": four["crashed"],
              "newer code": four["newer"], "odd": four["odd"], "final answer only": four["final_path"]}
     sessions = {name: four["read_transcript"](path)[0] for name, path in files.items()}
     sessions.update(four["sessions"])  # section 9's long sessions: plain lists of events
+    sessions["one event of every type in code.py's table"] = one_event_of_every_type()
     disagree = []
     for name, events in sessions.items():
         disagree += same_answers(four["event_to_message"], code.event_to_message,
