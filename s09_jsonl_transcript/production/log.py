@@ -357,8 +357,9 @@ class SessionEventLog(ReadingMixin, SubscribingMixin, StreamsMixin, TurnApiMixin
 
         Refused (CommitRefused, nothing written) when the state machine would report it as an
         anomaly, as on the validated path: a turn_start pairs with a turn_end. The log's own
-        records (CONTROL_TYPES: rewind, session_migrated, session_forked, part_start) are refused
-        (LiveInputError): only their helpers write them.
+        records (CONTROL_TYPES: rewind, session_migrated, session_forked, part_start, and a migrated
+        copy's session_migrating and session_arrived) are refused (LiveInputError): only their
+        helpers write them.
         """
         check_event(event)
         with self.transcript.lock:
