@@ -287,6 +287,7 @@ def test_the_powerloss_command_fails_on_a_finding_of_either_class(capsys, monkey
 
 
 @pytest.mark.slow
+@pytest.mark.prerelease  # a full-size run: .ci/prerelease
 def test_the_lessons_full_power_loss_campaign_tears_every_byte_and_finds_nothing(tmp_path):
     # The every-byte campaign `python -m s09_jsonl_transcript.crashlab powerloss` runs (about a minute).
     report = power_loss_campaign(subject=LESSON, root=tmp_path)

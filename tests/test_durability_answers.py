@@ -46,6 +46,7 @@ def test_each_named_wrong_answer_loses_exactly_its_properties(name):
 
 
 @pytest.mark.slow
+@pytest.mark.prerelease  # a full-size run: .ci/prerelease
 def test_the_reference_scores_zero_findings_on_every_property_at_full_size():
     verdict = grade(REFERENCE, seed=8, size=FULL)
     assert verdict.problem is None

@@ -122,6 +122,7 @@ def test_an_untouched_stub_is_told_from_an_attempt(tmp_path):
     assert not untouched(SOURCES["ex02"].path, SOURCES["ex02"])  # the reference answers
 
 
+@pytest.mark.slow  # grades a class through the real grader
 def test_a_class_and_a_regrade_keep_every_table_true(tmp_path, capsys):
     folder, reports = tmp_path / "class", tmp_path / "reports"
     shutil.copy(SOURCES["ex01"].path, (folder / "alice").mkdir(parents=True) or folder / "alice" / "ex01_a.ipynb")
@@ -177,6 +178,7 @@ def test_a_class_table_in_the_terminal_keeps_a_long_reason_whole():
     assert format_class([row]).rstrip().endswith("the end of the reason]")
 
 
+@pytest.mark.slow  # grades a class through the real grader
 def test_run_autograder_grades_with_the_seed_s09_seed_pins(tmp_path):
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)

@@ -109,6 +109,7 @@ def shell(command: str, cwd: Path, timeout: float = 600) -> subprocess.Completed
 
 
 @pytest.mark.slow
+@pytest.mark.prerelease  # a fresh install, as a release is installed: .ci/prerelease
 def test_a_plain_install_runs_the_command_line_and_all_runs_the_grader_and_the_notebooks(tmp_path):
     shell(f"python3 -m venv venv && venv/bin/pip install -q '{ROOT}'", tmp_path)
     python = tmp_path / "venv" / "bin" / "python"
@@ -143,6 +144,7 @@ def readme_commands(readme: str) -> list:
 
 
 @pytest.mark.slow
+@pytest.mark.prerelease  # a fresh install, as a release is installed: .ci/prerelease
 def test_a_student_bundle_installs_as_its_readme_says_and_self_checks_a_released_notebook(tmp_path):
     from s09_jsonl_transcript.grading.release import write_bundle
 
