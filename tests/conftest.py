@@ -42,6 +42,10 @@ def bug_fix(transcript):
 LESSON_CHAPTER = re.compile(r"0[1-5]_\w+\.ipynb")  # the default run's notebooks: the lesson's chapters, in English
 SLOW_MODULES = {
     "test_browser.py",  # JupyterLab in headless Chromium, every notebook in both languages
+    # the capstone's crash engine, run on answers (each a campaign of driver processes): about 23 s
+    "test_durability_answers.py",
+    "test_durability_calls.py",
+    "test_durability_replay.py",
     "test_bilingual_notebooks.py",  # builds and compares both languages' notebooks
     "test_live_route.py",  # the instructor's live route, run twice after Run All
     "test_lessons_chinese.py",  # the lesson modules in Chinese (the fast tier runs them in English)
